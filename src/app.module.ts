@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { AuthModule } from './auth/auth.module.js';
+import { CommonModule } from './common/common.module.js';
+import { AppConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+import { LoggingModule } from './logging/logging.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { OrdersModule } from './orders/orders.module.js';
+
+@Module({
+  imports: [
+    AppConfigModule,
+    LoggingModule,
+    CommonModule,
+    MetricsModule,
+    DatabaseModule,
+    ScheduleModule.forRoot(),
+    AuthModule,
+    HealthModule,
+    OrdersModule,
+  ],
+})
+export class AppModule {}

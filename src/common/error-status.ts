@@ -1,0 +1,20 @@
+/**
+ * The one table from domain error code to HTTP status. Services throw
+ * DomainErrors with a code; only this table and the filter know about HTTP.
+ */
+export const ERROR_STATUS: Record<string, number> = {
+  unauthorized: 401,
+  idempotency_key_missing: 400,
+  idempotency_key_invalid: 400,
+  idempotency_key_in_use: 409,
+  idempotency_key_reused: 422,
+  idempotency_key_not_found: 404,
+  idempotency_lease_active: 409,
+  order_not_found: 404,
+  invalid_cursor: 400,
+  amount_out_of_range: 422,
+  card_declined: 402,
+  payment_provider_unavailable: 503,
+  store_unavailable: 503,
+  rate_limited: 429,
+};

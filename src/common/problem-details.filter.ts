@@ -1,0 +1,94 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { DomainError } from './domain-error.js';
+import { ERROR_STATUS } from './error-status.js';
+import { PROBLEM_CONTENT_TYPE, problem, type Problem } from './problem.js';
+
+export interface ProblemResponse {
+  problem: Problem;
+  headers: Record<string, string>;
+}
+
+const STORE_DOWN = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+]);
+
+const FASTIFY_ERRORS: Record<string, [number, string, string]> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'The request body is larger than the limit.'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'unsupported_media_type', 'Send the body as application/json.'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'invalid_content_length', 'Content-Length does not match the body.'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: [400, 'malformed_json', 'The body is empty but Content-Type is application/json.'],
+  FST_ERR_CTP_INVALID_JSON_BODY: [400, 'malformed_json', 'The body is not valid JSON.'],
+};
+
+/**
+ * Turns anything thrown into RFC 9457 problem+json. Never leaks a stack, a
+ * driver message or a secret: unknown errors become a bare 500 and are logged.
+ */
+export function toProblemResponse(error: unknown, logger: Logger): ProblemResponse {
+  if (error instanceof DomainError) {
+    const status = ERROR_STATUS[error.code] ?? 500;
+    if (status === 500) logger.error(`Unmapped domain error code ${error.code}`);
+    return withRetryAfter(problem(status, error.code, error.message), error.retryAfterSeconds);
+  }
+  // Nest wraps Fastify's own errors (body parsing, limits) in an HttpException with the original as cause.
+  const fastifyCode = (error as { code?: unknown })?.code ?? ((error as { cause?: { code?: unknown } })?.cause?.code);
+  if (typeof fastifyCode === 'string' && FASTIFY_ERRORS[fastifyCode]) {
+    const [status, code, detail] = FASTIFY_ERRORS[fastifyCode];
+    return { problem: problem(status, code, detail), headers: {} };
+  }
+  if (error instanceof HttpException) return fromHttpException(error);
+  if (error instanceof SyntaxError || (error as { statusCode?: number })?.statusCode === 400) {
+    return { problem: problem(400, 'malformed_request', 'The request could not be parsed.'), headers: {} };
+  }
+  const name = (error as { name?: string })?.name ?? '';
+  if (STORE_DOWN.has(name)) {
+    logger.warn(`Store unavailable: ${name}`);
+    return withRetryAfter(problem(503, 'store_unavailable', 'The data store is unavailable; retry later.'), 2);
+  }
+  logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  return { problem: problem(500, 'internal_error', 'An unexpected error occurred.'), headers: {} };
+}
+
+function fromHttpException(error: HttpException): ProblemResponse {
+  const status = error.getStatus();
+  const body = error.getResponse() as { message?: unknown; code?: string } | string;
+  if (status === 400 && typeof body === 'object' && Array.isArray(body.message)) {
+    const errors = body.message.map(String);
+    return { problem: problem(400, 'validation_failed', errors.join('; '), { errors }), headers: {} };
+  }
+  const code =
+    (typeof body === 'object' && body.code) ||
+    { 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large', 415: 'unsupported_media_type' }[status] ||
+    `http_${status}`;
+  const detail = typeof body === 'string' ? body : typeof body.message === 'string' ? body.message : error.message;
+  return { problem: problem(status, code, detail), headers: {} };
+}
+
+function withRetryAfter(body: Problem, retryAfterSeconds?: number): ProblemResponse {
+  return { problem: body, headers: retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : {} };
+}
+
+export function sendProblem(reply: FastifyReply, response: ProblemResponse): void {
+  reply
+    .status(response.problem.status)
+    .headers(response.headers)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(JSON.stringify(response.problem));
+}
+
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ProblemDetails');
+
+  catch(error: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (reply.sent) return;
+    sendProblem(reply, toProblemResponse(error, this.logger));
+  }
+}

@@ -1,0 +1,34 @@
+import { registerAs, type ConfigType } from '@nestjs/config';
+import { loadConfiguration } from './configuration.js';
+
+/*
+ * Namespaced, typed configuration. Each namespace re-reads the same validated
+ * environment (validation is cheap and happens at boot), so a consumer
+ * injects only the slice it needs:
+ *   constructor(@Inject(idempotencyConfig.KEY) cfg: ConfigType<typeof idempotencyConfig>)
+ */
+export const appConfig = registerAs('app', () => loadConfiguration(process.env).app);
+export const mongoConfig = registerAs('mongo', () => loadConfiguration(process.env).mongo);
+export const securityConfig = registerAs('security', () => loadConfiguration(process.env).security);
+export const idempotencyConfig = registerAs('idempotency', () => loadConfiguration(process.env).idempotency);
+export const reaperConfig = registerAs('reaper', () => loadConfiguration(process.env).reaper);
+export const outboxConfig = registerAs('outbox', () => loadConfiguration(process.env).outbox);
+export const paymentsConfig = registerAs('payments', () => loadConfiguration(process.env).payments);
+
+export const allConfig = [
+  appConfig,
+  mongoConfig,
+  securityConfig,
+  idempotencyConfig,
+  reaperConfig,
+  outboxConfig,
+  paymentsConfig,
+];
+
+export type AppConfig = ConfigType<typeof appConfig>;
+export type MongoConfig = ConfigType<typeof mongoConfig>;
+export type SecurityConfig = ConfigType<typeof securityConfig>;
+export type IdempotencyConfig = ConfigType<typeof idempotencyConfig>;
+export type ReaperConfig = ConfigType<typeof reaperConfig>;
+export type OutboxConfig = ConfigType<typeof outboxConfig>;
+export type PaymentsConfig = ConfigType<typeof paymentsConfig>;

@@ -1,0 +1,357 @@
+import { plainToInstance } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  validateSync,
+} from 'class-validator';
+
+/**
+ * Every setting the service reads, validated once. Values arrive as strings
+ * from the environment; `enableImplicitConversion` turns them into numbers
+ * and booleans before the checks run.
+ */
+class EnvironmentVariables {
+  @IsIn(['development', 'production', 'test'])
+  NODE_ENV: string = 'development';
+
+  @IsInt() @Min(0) @Max(65535)
+  PORT: number = 3000;
+
+  @IsString()
+  HOST: string = '0.0.0.0';
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL: string = 'info';
+
+  @IsInt() @Min(1024) @Max(10 * 1024 * 1024)
+  HTTP_BODY_LIMIT_BYTES: number = 102400;
+
+  @IsInt() @Min(0) @Max(120000)
+  SHUTDOWN_GRACE_MS: number = 10000;
+
+  @IsOptional() @Matches(/^mongodb(\+srv)?:\/\/\S+$/, { message: 'must be a mongodb:// or mongodb+srv:// URI' })
+  MONGODB_URI?: string;
+
+  @IsString() @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
+  MONGODB_DB_NAME: string = 'orders';
+
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: number = 3000;
+
+  @IsInt() @Min(100) @Max(120000)
+  TRANSACTION_MAX_RETRY_MS: number = 5000;
+
+  @IsOptional() @IsString()
+  API_KEYS?: string;
+
+  @IsString() @Matches(/^[a-z][a-z0-9-]{0,62}$/, { message: 'must be a lowercase slug' })
+  SERVICE_NAME: string = 'orders-service';
+
+  @IsInt() @Min(1) @Max(31536000)
+  IDEMPOTENCY_TTL_SECONDS: number = 86400;
+
+  @IsInt() @Min(1000) @Max(3600000)
+  IDEMPOTENCY_LOCK_TIMEOUT_MS: number = 30000;
+
+  @IsInt() @Min(0) @Max(60000)
+  IDEMPOTENCY_IN_FLIGHT_WAIT_MS: number = 0;
+
+  @IsOptional() @IsString()
+  IDEMPOTENCY_ENCRYPTION_KEY?: string;
+
+  @IsOptional() @IsString()
+  IDEMPOTENCY_DECRYPTION_KEYS?: string;
+
+  @IsInt() @Min(100) @Max(3600000)
+  REAPER_INTERVAL_MS: number = 10000;
+
+  @IsInt() @Min(1) @Max(1000)
+  REAPER_BATCH_SIZE: number = 50;
+
+  @IsInt() @Min(100) @Max(600000)
+  REAPER_TIME_BUDGET_MS: number = 5000;
+
+  @IsBoolean()
+  REAPER_ENABLED: boolean = true;
+
+  @IsInt() @Min(50) @Max(3600000)
+  OUTBOX_RELAY_INTERVAL_MS: number = 1000;
+
+  @IsInt() @Min(1) @Max(1000)
+  OUTBOX_BATCH_SIZE: number = 100;
+
+  @IsString() @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
+  PAYMENT_SIMULATOR_DB_NAME: string = 'payment_simulator';
+
+  @IsInt() @Min(0) @Max(60000)
+  PAYMENT_SIMULATOR_LATENCY_MS: number = 0;
+
+  @IsInt() @Min(1) @Max(3600)
+  PAYMENT_RETRY_AFTER_SECONDS: number = 2;
+
+  @IsBoolean()
+  FAULT_INJECTION: boolean = false;
+
+  @IsOptional() @IsIn(['after-claim', 'after-charge', 'after-charged', 'before-response'])
+  FAULT_CRASH_AT?: string;
+
+  @IsInt() @Min(0) @Max(100000)
+  RATE_LIMIT_PER_KEY_PER_MINUTE: number = 60;
+
+  @IsInt() @Min(0) @Max(1000000)
+  RATE_LIMIT_PER_TENANT_PER_MINUTE: number = 6000;
+
+  @IsBoolean()
+  BENCH_DISABLE_IDEMPOTENCY: boolean = false;
+}
+
+export class ConfigurationError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigurationError';
+  }
+}
+
+export type FaultPoint = 'after-claim' | 'after-charge' | 'after-charged' | 'before-response';
+
+export interface AppSettings {
+  env: 'development' | 'production' | 'test';
+  port: number;
+  host: string;
+  logLevel: string;
+  bodyLimitBytes: number;
+  shutdownGraceMs: number;
+  serviceName: string;
+  faultInjection: boolean;
+  faultCrashAt?: FaultPoint;
+  benchDisableIdempotency: boolean;
+}
+
+export interface MongoSettings {
+  uri?: string;
+  dbName: string;
+  serverSelectionTimeoutMs: number;
+  transactionMaxRetryMs: number;
+}
+
+export interface SecuritySettings {
+  apiKeys: ApiKeyEntry[];
+  usingDevApiKey: boolean;
+  rateLimitPerKeyPerMinute: number;
+  rateLimitPerTenantPerMinute: number;
+}
+
+export interface ApiKeyEntry {
+  tenant: string;
+  secret: string;
+}
+
+export interface IdempotencySettings {
+  ttlSeconds: number;
+  lockTimeoutMs: number;
+  inFlightWaitMs: number;
+  /** Key used to encrypt new stored responses. */
+  encryptionKey: CipherKey;
+  /** Every key that may decrypt (the current one first). */
+  decryptionKeys: CipherKey[];
+  usingDevEncryptionKey: boolean;
+}
+
+export interface CipherKey {
+  id: string;
+  key: Buffer;
+}
+
+export interface ReaperSettings {
+  enabled: boolean;
+  intervalMs: number;
+  batchSize: number;
+  timeBudgetMs: number;
+}
+
+export interface OutboxSettings {
+  intervalMs: number;
+  batchSize: number;
+}
+
+export interface PaymentsSettings {
+  simulatorDbName: string;
+  simulatorLatencyMs: number;
+  retryAfterSeconds: number;
+}
+
+export interface Configuration {
+  app: AppSettings;
+  mongo: MongoSettings;
+  security: SecuritySettings;
+  idempotency: IdempotencySettings;
+  reaper: ReaperSettings;
+  outbox: OutboxSettings;
+  payments: PaymentsSettings;
+}
+
+/** Documented in README and .env.example; never valid in production. */
+export const DEV_TENANT = 'dev';
+export const DEV_API_SECRET = 'dev-secret-change-me';
+const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 'dev-only-idempotency-key');
+
+const BOOLEAN_STRINGS: Record<string, boolean> = { true: true, false: false, '1': true, '0': false };
+
+/** Reads and validates the environment; throws ConfigurationError naming every bad variable. */
+export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
+  const problems: string[] = [];
+  const booleans = coerceBooleans(raw, problems);
+  const env = plainToInstance(EnvironmentVariables, { ...stripEmpty(raw), ...booleans }, {
+    enableImplicitConversion: true,
+    excludeExtraneousValues: false,
+  });
+  for (const error of validateSync(env, { skipMissingProperties: false })) {
+    const constraints = Object.values(error.constraints ?? {}).join('; ');
+    problems.push(`${error.property}: ${constraints} (got ${JSON.stringify(raw[error.property])})`);
+  }
+  const production = env.NODE_ENV === 'production';
+  if (production && !env.MONGODB_URI) problems.push('MONGODB_URI: required when NODE_ENV=production');
+  if (production && env.FAULT_INJECTION) problems.push('FAULT_INJECTION: refused when NODE_ENV=production');
+  if (production && env.BENCH_DISABLE_IDEMPOTENCY) problems.push('BENCH_DISABLE_IDEMPOTENCY: refused when NODE_ENV=production');
+  if (env.FAULT_CRASH_AT && !env.FAULT_INJECTION) problems.push('FAULT_CRASH_AT: needs FAULT_INJECTION=true');
+
+  const apiKeys = parseApiKeys(env.API_KEYS, production, problems);
+  const cipherKeys = parseCipherKeys(env, production, problems);
+  if (problems.length > 0) throw new ConfigurationError(problems);
+
+  return {
+    app: {
+      env: env.NODE_ENV as AppSettings['env'],
+      port: env.PORT,
+      host: env.HOST,
+      logLevel: env.LOG_LEVEL,
+      bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
+      shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+      serviceName: env.SERVICE_NAME,
+      faultInjection: env.FAULT_INJECTION,
+      faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
+      benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
+    },
+    mongo: {
+      uri: env.MONGODB_URI,
+      dbName: env.MONGODB_DB_NAME,
+      serverSelectionTimeoutMs: env.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+      transactionMaxRetryMs: env.TRANSACTION_MAX_RETRY_MS,
+    },
+    security: {
+      apiKeys: apiKeys.entries,
+      usingDevApiKey: apiKeys.dev,
+      rateLimitPerKeyPerMinute: env.RATE_LIMIT_PER_KEY_PER_MINUTE,
+      rateLimitPerTenantPerMinute: env.RATE_LIMIT_PER_TENANT_PER_MINUTE,
+    },
+    idempotency: {
+      ttlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
+      lockTimeoutMs: env.IDEMPOTENCY_LOCK_TIMEOUT_MS,
+      inFlightWaitMs: env.IDEMPOTENCY_IN_FLIGHT_WAIT_MS,
+      encryptionKey: cipherKeys.current,
+      decryptionKeys: cipherKeys.all,
+      usingDevEncryptionKey: cipherKeys.dev,
+    },
+    reaper: {
+      enabled: env.REAPER_ENABLED,
+      intervalMs: env.REAPER_INTERVAL_MS,
+      batchSize: env.REAPER_BATCH_SIZE,
+      timeBudgetMs: env.REAPER_TIME_BUDGET_MS,
+    },
+    outbox: { intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, batchSize: env.OUTBOX_BATCH_SIZE },
+    payments: {
+      simulatorDbName: env.PAYMENT_SIMULATOR_DB_NAME,
+      simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,
+      retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
+    },
+  };
+}
+
+/** An empty variable (`PORT=`) means "use the default", as in most twelve-factor apps. */
+function stripEmpty(raw: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(raw).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''),
+  );
+}
+
+/** Implicit conversion would read "false" as true (a non-empty string), so booleans are parsed here. */
+function coerceBooleans(raw: NodeJS.ProcessEnv, problems: string[]): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  for (const name of ['REAPER_ENABLED', 'FAULT_INJECTION', 'BENCH_DISABLE_IDEMPOTENCY']) {
+    const value = raw[name];
+    if (value === undefined || value === '') continue;
+    const parsed = BOOLEAN_STRINGS[value.toLowerCase()];
+    if (parsed === undefined) problems.push(`${name}: must be true or false (got ${JSON.stringify(value)})`);
+    else out[name] = parsed;
+  }
+  return out;
+}
+
+function parseApiKeys(value: string | undefined, production: boolean, problems: string[]) {
+  if (!value) {
+    if (production) problems.push('API_KEYS: required when NODE_ENV=production');
+    return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET }], dev: true };
+  }
+  const entries: ApiKeyEntry[] = [];
+  for (const pair of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+    const separator = pair.indexOf(':');
+    const tenant = pair.slice(0, separator);
+    const secret = pair.slice(separator + 1);
+    if (separator < 1 || !/^[A-Za-z0-9_-]{1,64}$/.test(tenant)) {
+      problems.push('API_KEYS: each entry must be tenant:secret with a tenant of 1-64 letters, digits, _ or -');
+    } else if (secret.length < 16) {
+      problems.push(`API_KEYS: the secret of tenant "${tenant}" must be at least 16 characters`);
+    } else {
+      entries.push({ tenant, secret });
+    }
+  }
+  if (entries.length === 0 && problems.length === 0) problems.push('API_KEYS: no tenant:secret pair found');
+  return { entries, dev: false };
+}
+
+/**
+ * IDEMPOTENCY_ENCRYPTION_KEY is `base64` (key id "k1") or `id:base64`;
+ * IDEMPOTENCY_DECRYPTION_KEYS lists retired keys (`id:base64,...`) that may
+ * still decrypt records written before a rotation.
+ */
+function parseCipherKeys(
+  env: EnvironmentVariables,
+  production: boolean,
+  problems: string[],
+): { current: CipherKey; all: CipherKey[]; dev: boolean } {
+  const dev = { current: { id: 'dev', key: DEV_ENCRYPTION_KEY }, all: [{ id: 'dev', key: DEV_ENCRYPTION_KEY }], dev: true };
+  if (!env.IDEMPOTENCY_ENCRYPTION_KEY) {
+    if (production) problems.push('IDEMPOTENCY_ENCRYPTION_KEY: required when NODE_ENV=production');
+    return dev;
+  }
+  const current = parseCipherKey('IDEMPOTENCY_ENCRYPTION_KEY', env.IDEMPOTENCY_ENCRYPTION_KEY, 'k1', problems);
+  const retired = (env.IDEMPOTENCY_DECRYPTION_KEYS ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => parseCipherKey('IDEMPOTENCY_DECRYPTION_KEYS', part, undefined, problems));
+  if (!current || retired.some((key) => !key)) return dev;
+  return { current, all: [current, ...(retired as CipherKey[])], dev: false };
+}
+
+function parseCipherKey(name: string, value: string, defaultId: string | undefined, problems: string[]) {
+  const separator = value.indexOf(':');
+  const id = separator > 0 ? value.slice(0, separator) : defaultId;
+  const encoded = separator > 0 ? value.slice(separator + 1) : value;
+  const key = Buffer.from(encoded, 'base64');
+  if (!id || !/^[A-Za-z0-9_-]{1,32}$/.test(id)) {
+    problems.push(`${name}: each key needs an id (id:base64), 1-32 letters, digits, _ or -`);
+    return undefined;
+  }
+  if (key.length !== 32 || key.toString('base64') !== encoded) {
+    problems.push(`${name}: key "${id}" must be 32 bytes in base64 (openssl rand -base64 32)`);
+    return undefined;
+  }
+  return { id, key };
+}

@@ -1,0 +1,94 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectConnection } from '@nestjs/mongoose';
+import type { ClientSession, Connection } from 'mongoose';
+import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { hasLabel } from './mongo-errors.js';
+
+const TRANSIENT = 'TransientTransactionError';
+const UNKNOWN_COMMIT = 'UnknownTransactionCommitResult';
+
+/** Snapshot reads, majority + journaled writes: a committed phase survives a failover. */
+export const TRANSACTION_OPTIONS = {
+  readConcern: { level: 'snapshot' as const },
+  writeConcern: { w: 'majority' as const, j: true },
+};
+
+type CommitOutcome = 'committed' | 'retry';
+
+/**
+ * The only code that starts transactions. `work` gets the session and must
+ * pass it to every read and write; it may run more than once (transient
+ * errors are retried until TRANSACTION_MAX_RETRY_MS), so it must have no
+ * side effect outside the database - never call a payment provider in it.
+ * Errors thrown by `work` abort the transaction and surface unchanged.
+ */
+@Injectable()
+export class TransactionRunner {
+  constructor(
+    @InjectConnection() private readonly connection: Connection,
+    @Inject(mongoConfig.KEY) private readonly config: MongoConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async run<T>(work: (session: ClientSession) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.config.transactionMaxRetryMs;
+    const session = await this.connection.startSession();
+    try {
+      for (let attempt = 1; ; attempt++) {
+        session.startTransaction(TRANSACTION_OPTIONS);
+        let result: T;
+        try {
+          result = await work(session);
+        } catch (error) {
+          await abortQuietly(session);
+          if (hasLabel(error, TRANSIENT) && Date.now() < deadline) {
+            await this.backoff(TRANSIENT, attempt);
+            continue;
+          }
+          throw error;
+        }
+        if ((await this.commit(session, deadline)) === 'committed') return result;
+        await this.backoff(TRANSIENT, attempt);
+      }
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  private async commit(session: ClientSession, deadline: number): Promise<CommitOutcome> {
+    for (;;) {
+      try {
+        await session.commitTransaction();
+        return 'committed';
+      } catch (error) {
+        if (hasLabel(error, UNKNOWN_COMMIT) && Date.now() < deadline) {
+          // The commit may or may not have applied; committing again is safe and tells us which.
+          this.metrics.transactionRetries.inc({ label: UNKNOWN_COMMIT });
+          continue;
+        }
+        if (hasLabel(error, TRANSIENT) && Date.now() < deadline) {
+          await abortQuietly(session);
+          return 'retry';
+        }
+        await abortQuietly(session);
+        throw error;
+      }
+    }
+  }
+
+  private async backoff(label: string, attempt: number): Promise<void> {
+    this.metrics.transactionRetries.inc({ label });
+    const delay = Math.min(100, 5 * 2 ** attempt) * Math.random();
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+async function abortQuietly(session: ClientSession): Promise<void> {
+  if (!session.inTransaction()) return;
+  try {
+    await session.abortTransaction();
+  } catch {
+    // The server aborts on its own when the transaction times out; nothing to add.
+  }
+}

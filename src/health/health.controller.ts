@@ -1,0 +1,49 @@
+import { Controller, Get, VERSION_NEUTRAL } from '@nestjs/common';
+import { InjectConnection } from '@nestjs/mongoose';
+import { ApiTags } from '@nestjs/swagger';
+import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import type { Connection } from 'mongoose';
+import { Public } from '../auth/public.decorator.js';
+import { DatabaseBootstrap } from '../database/database.bootstrap.js';
+
+@ApiTags('health')
+@Public()
+@Controller({ path: 'health', version: VERSION_NEUTRAL })
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicator: HealthIndicatorService,
+    private readonly bootstrap: DatabaseBootstrap,
+    @InjectConnection() private readonly connection: Connection,
+  ) {}
+
+  /** The process is up and serving; says nothing about dependencies (restart only if this fails). */
+  @Get('live')
+  @HealthCheck()
+  live() {
+    return this.health.check([async () => this.indicator.check('process').up({ uptimeSeconds: Math.round(process.uptime()) })]);
+  }
+
+  /** Ready for traffic: MongoDB reachable with a writable primary, and every index built. */
+  @Get('ready')
+  @HealthCheck()
+  ready() {
+    return this.health.check([() => this.mongoPrimary(), async () => this.indexes()]);
+  }
+
+  private async mongoPrimary() {
+    const check = this.indicator.check('mongodb');
+    try {
+      const hello = await this.connection.db!.admin().command({ hello: 1 }, { timeoutMS: 2000 });
+      if (!hello.isWritablePrimary) return check.down({ message: 'no writable primary' });
+      return check.up({ replicaSet: hello.setName });
+    } catch {
+      return check.down({ message: 'unreachable' });
+    }
+  }
+
+  private indexes() {
+    const check = this.indicator.check('indexes');
+    return this.bootstrap.indexesReady ? check.up() : check.down({ message: 'not built yet' });
+  }
+}

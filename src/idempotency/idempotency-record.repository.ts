@@ -1,0 +1,158 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { ClientSession, Model } from 'mongoose';
+import { isDuplicateKey } from '../database/mongo-errors.js';
+import { deriveClaimId } from './claim-id.js';
+import { LeaseLostError } from './idempotency.errors.js';
+import type { IdempotencyRecord, Lease, RecordLease, StoredResponseDoc } from './idempotency-record.js';
+import { IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
+
+/** Another request created or changed the record first; the caller re-reads it. */
+export class RecordRaceLostError extends Error {
+  constructor(readonly recordId: string) {
+    super('Lost the race for an idempotency record');
+    this.name = 'RecordRaceLostError';
+  }
+}
+
+export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
+
+export function leaseOf(record: Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion'>, lease: RecordLease): Lease {
+  return {
+    recordId: record._id,
+    owner: lease.owner,
+    attempt: record.attempt,
+    claimId: deriveClaimId(record._id, record.createdAt, record.attempt),
+    schemaVersion: record.schemaVersion,
+    leaseExpiresAt: lease.expiresAt,
+    keyExpiresAt: record.expiresAt,
+    recoveryPoint: record.recoveryPoint,
+  };
+}
+
+/**
+ * idempotency_records. Every write after the claim is a compare-and-set on
+ * the lease owner: a worker that lost its lease changes nothing.
+ */
+@Injectable()
+export class IdempotencyRecordRepository {
+  constructor(@InjectModel(IDEMPOTENCY_RECORD_MODEL) private readonly records: Model<IdempotencyRecord>) {}
+
+  async insertPending(session: ClientSession, record: NewRecord, lease: RecordLease): Promise<Lease> {
+    const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
+    try {
+      await this.records.insertMany([doc], { session });
+    } catch (error) {
+      if (isDuplicateKey(error)) throw new RecordRaceLostError(record._id);
+      throw error;
+    }
+    return leaseOf(doc, lease);
+  }
+
+  findById(recordId: string): Promise<IdempotencyRecord | null> {
+    return this.records.findById(recordId).lean<IdempotencyRecord>().exec();
+  }
+
+  findForTenant(tenant: string, recordId: string): Promise<IdempotencyRecord | null> {
+    return this.records.findOne({ _id: recordId, tenant }).lean<IdempotencyRecord>().exec();
+  }
+
+  /** A finished, expired record is replaced whole by a new claim (compare-and-set on what we read). */
+  async replaceExpired(session: ClientSession, old: IdempotencyRecord, record: NewRecord, lease: RecordLease): Promise<Lease> {
+    const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
+    const result = await this.records.replaceOne(
+      { _id: old._id, status: old.status, attempt: old.attempt, expiresAt: old.expiresAt },
+      doc,
+      { session },
+    );
+    if (result.matchedCount !== 1) throw new RecordRaceLostError(old._id);
+    return leaseOf(doc, lease);
+  }
+
+  /** An abandoned attempt (failed, no stored response) starts over with attempt + 1. */
+  async restart(session: ClientSession, old: IdempotencyRecord, lease: RecordLease): Promise<Lease> {
+    const attempt = old.attempt + 1;
+    const result = await this.records.updateOne(
+      { _id: old._id, status: 'failed', response: null, attempt: old.attempt },
+      { $set: { status: 'pending', attempt, lease, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt } },
+      { session },
+    );
+    if (result.matchedCount !== 1) throw new RecordRaceLostError(old._id);
+    return leaseOf({ ...old, attempt, recoveryPoint: null }, lease);
+  }
+
+  /** Takes an expired lease on a pending record; null when someone else got there first. */
+  async takeOver(old: IdempotencyRecord, lease: RecordLease): Promise<Lease | null> {
+    if (!old.lease) return null;
+    const updated = await this.records
+      .findOneAndUpdate(
+        {
+          _id: old._id,
+          status: 'pending',
+          attempt: old.attempt,
+          'lease.owner': old.lease.owner,
+          'lease.expiresAt': { $lte: lease.lockedAt },
+        },
+        { $set: { lease, updatedAt: lease.lockedAt } },
+        { returnDocument: 'after' },
+      )
+      .lean<IdempotencyRecord>()
+      .exec();
+    return updated ? leaseOf(updated, lease) : null;
+  }
+
+  /** Records the consumer's progress and renews the lease, inside the consumer's transaction. */
+  async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string, renewed: RecordLease): Promise<void> {
+    const result = await this.records.updateOne(
+      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+      { $set: { recoveryPoint, lease: renewed, updatedAt: renewed.lockedAt } },
+      { session },
+    );
+    if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
+  }
+
+  /** Final write of an attempt: complete or failed, with or without a response to replay. */
+  async finish(
+    session: ClientSession,
+    lease: Lease,
+    status: 'complete' | 'failed',
+    recoveryPoint: string,
+    response: StoredResponseDoc | null,
+    now: Date,
+  ): Promise<void> {
+    const result = await this.records.updateOne(
+      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+      { $set: { status, recoveryPoint, response, lease: null, updatedAt: now, purgeAt: lease.keyExpiresAt } },
+      { session },
+    );
+    if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
+  }
+
+  /** Gives the lease up early (a transient failure): the next retry or the reaper may take over at once. */
+  async release(lease: Lease, now: Date): Promise<boolean> {
+    const result = await this.records.updateOne(
+      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+      { $set: { 'lease.expiresAt': now, updatedAt: now } },
+    );
+    return result.matchedCount === 1;
+  }
+
+  /** Pending records whose lease ran out, oldest lease first: the reaper's work list. */
+  findStale(now: Date, limit: number): Promise<IdempotencyRecord[]> {
+    return this.records
+      .find({ status: 'pending', 'lease.expiresAt': { $lte: now } })
+      .sort({ 'lease.expiresAt': 1 })
+      .limit(limit)
+      .lean<IdempotencyRecord[]>()
+      .exec();
+  }
+
+  async oldestPendingCreatedAt(): Promise<Date | null> {
+    const oldest = await this.records
+      .findOne({ status: 'pending' }, { createdAt: 1 })
+      .sort({ createdAt: 1 })
+      .lean<Pick<IdempotencyRecord, 'createdAt'>>()
+      .exec();
+    return oldest?.createdAt ?? null;
+  }
+}

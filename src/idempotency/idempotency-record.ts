@@ -1,0 +1,67 @@
+import type { Fingerprint } from './fingerprint.js';
+
+export type RecordStatus = 'pending' | 'complete' | 'failed';
+
+export interface RecordLease {
+  owner: string;
+  lockedAt: Date;
+  expiresAt: Date;
+}
+
+export interface SealedBody {
+  keyId: string;
+  iv: Buffer;
+  tag: Buffer;
+  data: Buffer;
+}
+
+export interface StoredResponseDoc {
+  status: number;
+  headers: Record<string, string>;
+  body: SealedBody;
+  schemaVersion: number;
+}
+
+/** The plain-object shape of an idempotency_records document. */
+export interface IdempotencyRecord {
+  _id: string;
+  tenant: string;
+  operation: string;
+  status: RecordStatus;
+  fingerprint: Fingerprint;
+  /** Response schema version (also part of the scope key). */
+  schemaVersion: number;
+  /** Fencing counter: +1 each time a failed attempt is restarted. */
+  attempt: number;
+  lease: RecordLease | null;
+  /** Where the consumer's work stands (orders: pending, charged, ...). */
+  recoveryPoint: string | null;
+  /** Consumer-chosen data subject (orders: the customer id), for erasure. */
+  subject: string | null;
+  response: StoredResponseDoc | null;
+  createdAt: Date;
+  updatedAt: Date;
+  expiresAt: Date;
+  /** Set only once the record is final: the TTL index never collects unfinished work. */
+  purgeAt: Date | null;
+}
+
+/** A plain response to store and replay: body is the exact bytes sent the first time. */
+export interface IdempotentResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What a worker holds while it drives one attempt; every fenced write checks `owner`. */
+export interface Lease {
+  recordId: string;
+  owner: string;
+  attempt: number;
+  claimId: string;
+  schemaVersion: number;
+  leaseExpiresAt: Date;
+  /** End of the key's retention; stored responses are kept until then. */
+  keyExpiresAt: Date;
+  recoveryPoint: string | null;
+}

@@ -1,0 +1,54 @@
+import { DomainError } from '../common/domain-error.js';
+
+export class IdempotencyKeyMissingError extends DomainError {
+  readonly code = 'idempotency_key_missing';
+  constructor() {
+    super('This operation needs an Idempotency-Key header.');
+  }
+}
+
+export class IdempotencyKeyInvalidError extends DomainError {
+  readonly code = 'idempotency_key_invalid';
+  constructor() {
+    super('Idempotency-Key must be 1-255 printable ASCII characters.');
+  }
+}
+
+export class IdempotencyKeyReusedError extends DomainError {
+  readonly code = 'idempotency_key_reused';
+  constructor() {
+    super('This Idempotency-Key was already used with a different request body.');
+  }
+}
+
+export class IdempotencyKeyInUseError extends DomainError {
+  readonly code = 'idempotency_key_in_use';
+  constructor(retryAfterSeconds: number) {
+    super('A request with this Idempotency-Key is still in progress; retry later.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * Thrown by a fenced write (checkpoint, complete, fail) when the caller no
+ * longer owns the lease: someone else took the record over. The transaction
+ * it ran in aborts, so the stale worker changes nothing.
+ */
+export class LeaseLostError extends Error {
+  constructor(readonly recordId: string) {
+    super(`Lease on idempotency record lost (taken over by another worker)`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/**
+ * A consumer's unique backstop (e.g. one order per claim) rejected a second
+ * business write for the same claim. Consumers translate their duplicate-key
+ * error into this; the idempotency service counts it and re-reads the record.
+ */
+export class DuplicateClaimError extends Error {
+  constructor(readonly what: string) {
+    super(`Unique backstop rejected a second ${what} for one idempotency claim`);
+    this.name = 'DuplicateClaimError';
+  }
+}

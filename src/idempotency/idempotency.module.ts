@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { MongooseModule } from '@nestjs/mongoose';
+import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
+import { IdempotencyService } from './idempotency.service.js';
+import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
+
+/**
+ * The reusable part: knows nothing of orders. A consumer declares
+ * @Idempotent() on a route and hands IdempotencyService.execute its work.
+ */
+@Module({
+  imports: [MongooseModule.forFeature([{ name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema }])],
+  providers: [IdempotencyRecordRepository, IdempotencyService],
+  exports: [IdempotencyService],
+})
+export class IdempotencyModule {}

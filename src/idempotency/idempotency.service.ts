@@ -1,0 +1,280 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { ClientSession } from 'mongoose';
+import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
+import { Clock } from '../common/clock.js';
+import { TransactionRunner } from '../database/transaction.runner.js';
+import { isWriteConflict } from '../database/mongo-errors.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { fingerprintRequest, type Fingerprint } from './fingerprint.js';
+import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
+import { DuplicateClaimError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, LeaseLostError } from './idempotency.errors.js';
+import type { IdempotencyRecord, IdempotentResponse, Lease, RecordLease } from './idempotency-record.js';
+import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
+import { decide } from './record-decision.js';
+import { ResponseCipher } from './response-cipher.js';
+import { retryAfterSeconds } from './retry-after.js';
+import { scopeKey } from './scope-key.js';
+
+export interface IdempotentRequest {
+  tenant: string;
+  operation: string;
+  clientKey: string;
+  schemaVersion: number;
+  ttlSeconds: number;
+  fingerprint: Fingerprint;
+  /** Data subject for erasure (orders: the customer id). */
+  subject?: string;
+}
+
+/** A consumer's work, split where the claim transaction ends. */
+export interface IdempotentWork {
+  /** First business writes; runs inside the claim transaction, so it may run more than once. */
+  begin(session: ClientSession, lease: Lease): Promise<void>;
+  /**
+   * Drives the attempt to its end and returns the response it stored with
+   * `complete`/`fail`. Throwing means "not finished, nothing to store": the
+   * lease is released and the record stays resumable.
+   */
+  resume(lease: Lease): Promise<IdempotentResponse>;
+}
+
+export interface IdempotentResult {
+  response: IdempotentResponse;
+  replayed: boolean;
+  keyExpiresAt: Date;
+}
+
+const MAX_ROUNDS = 4;
+const POLL_MS = 50;
+
+/**
+ * The idempotency protocol: claim, replay, conflict, take over, restart.
+ * Knows nothing about orders; a consumer hands it an IdempotentWork.
+ */
+@Injectable()
+export class IdempotencyService {
+  private readonly logger = new Logger(IdempotencyService.name);
+  private readonly cipher: ResponseCipher;
+
+  constructor(
+    private readonly records: IdempotencyRecordRepository,
+    private readonly transactions: TransactionRunner,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+    @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
+    @Inject(appConfig.KEY) private readonly app: AppConfig,
+  ) {
+    this.cipher = new ResponseCipher(config.encryptionKey, config.decryptionKeys);
+  }
+
+  recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>): string {
+    return scopeKey({ ...request, service: this.app.serviceName });
+  }
+
+  /** Binds a validated key to this tenant and this exact request body. */
+  requestFor(key: IdempotencyKeyContext, tenant: string, body: unknown, subject?: string): IdempotentRequest {
+    return {
+      tenant,
+      operation: key.operation,
+      clientKey: key.clientKey,
+      schemaVersion: key.schemaVersion,
+      ttlSeconds: key.ttlSeconds ?? this.config.ttlSeconds,
+      fingerprint: fingerprintRequest(key.method, key.route, body),
+      subject,
+    };
+  }
+
+  async execute(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
+    const recordId = this.recordIdFor(request);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const lease = await this.claimFresh(recordId, request, work);
+      const result = lease ? await this.drive(request, lease, work, 'claimed') : await this.onExisting(recordId, request, work);
+      if (result) return result;
+    }
+    // Every round lost a race: the key is hot; tell the client to come back.
+    throw new IdempotencyKeyInUseError(1);
+  }
+
+  /** Inside the consumer's transaction: progress is saved only while we still own the lease. */
+  async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string): Promise<void> {
+    await this.metrics.timeStore('checkpoint', () => this.records.checkpoint(session, lease, recoveryPoint, this.newLease(lease.owner)));
+  }
+
+  /** Inside the consumer's final transaction: the response every retry will get. */
+  async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
+    await this.metrics.timeStore('complete', () =>
+      this.records.finish(session, lease, 'complete', recoveryPoint, this.seal(lease, response), this.clock.now()),
+    );
+  }
+
+  /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
+  async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
+    const sealed = response ? this.seal(lease, response) : null;
+    await this.metrics.timeStore('fail', () => this.records.finish(session, lease, 'failed', recoveryPoint, sealed, this.clock.now()));
+  }
+
+  private async claimFresh(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<Lease | null> {
+    const lease = this.newLease();
+    try {
+      return await this.metrics.timeStore('claim', () =>
+        this.transactions.run(async (session) => {
+          const claimed = await this.records.insertPending(session, this.newRecord(recordId, request), lease);
+          await work.begin(session, claimed);
+          return claimed;
+        }),
+      );
+    } catch (error) {
+      if (this.lostRace(error, request.operation)) return null;
+      throw error;
+    }
+  }
+
+  /** Returns a result, or null to go round again (the record changed under us). */
+  private async onExisting(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+    const record = await this.metrics.timeStore('lookup', () => this.records.findById(recordId));
+    if (!record) return null;
+    switch (decide(record, request.fingerprint, this.clock.now())) {
+      case 'mismatch':
+        this.count(request, 'payload_mismatch');
+        throw new IdempotencyKeyReusedError();
+      case 'replay':
+        this.count(request, 'replayed');
+        return this.replay(record);
+      case 'in_flight':
+        return this.waitForLease(record, request, work);
+      case 'take_over':
+        return this.takeOver(record, request, work);
+      case 'restart':
+        return this.startOver(record, request, work, 'restarted');
+      case 'replace_expired':
+        this.metrics.keysExpired.inc({ operation: request.operation });
+        return this.startOver(record, request, work, 'expired');
+    }
+  }
+
+  private async startOver(
+    old: IdempotencyRecord,
+    request: IdempotentRequest,
+    work: IdempotentWork,
+    outcome: 'restarted' | 'expired',
+  ): Promise<IdempotentResult | null> {
+    const lease = this.newLease();
+    let claimed: Lease;
+    try {
+      claimed = await this.transactions.run(async (session) => {
+        const next =
+          outcome === 'expired'
+            ? await this.records.replaceExpired(session, old, this.newRecord(old._id, request), lease)
+            : await this.records.restart(session, old, lease);
+        await work.begin(session, next);
+        return next;
+      });
+    } catch (error) {
+      if (this.lostRace(error, request.operation)) return null;
+      throw error;
+    }
+    return this.drive(request, claimed, work, outcome);
+  }
+
+  private async takeOver(old: IdempotencyRecord, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+    const lease = await this.metrics.timeStore('take_over', () => this.records.takeOver(old, this.newLease()));
+    if (!lease) return null;
+    return this.drive(request, lease, work, 'resumed');
+  }
+
+  /** Re-checks a record held by someone else until IDEMPOTENCY_IN_FLIGHT_WAIT_MS runs out, then 409. */
+  private async waitForLease(
+    record: IdempotencyRecord,
+    request: IdempotentRequest,
+    work: IdempotentWork,
+  ): Promise<IdempotentResult | null> {
+    const started = Date.now();
+    const deadline = started + this.config.inFlightWaitMs;
+    let current: IdempotencyRecord | null = record;
+    while (Date.now() < deadline) {
+      await sleep(Math.min(POLL_MS, deadline - Date.now()));
+      current = await this.records.findById(record._id);
+      const decision = current ? decide(current, request.fingerprint, this.clock.now()) : 'gone';
+      if (decision !== 'in_flight') {
+        this.metrics.leaseWait.observe({ operation: request.operation }, (Date.now() - started) / 1000);
+        return null;
+      }
+    }
+    this.metrics.leaseWait.observe({ operation: request.operation }, (Date.now() - started) / 1000);
+    this.count(request, 'in_flight_conflict');
+    const leaseEnd = current?.lease?.expiresAt ?? this.clock.now();
+    throw new IdempotencyKeyInUseError(retryAfterSeconds(leaseEnd, this.clock.now()));
+  }
+
+  private async drive(request: IdempotentRequest, lease: Lease, work: IdempotentWork, outcome: string): Promise<IdempotentResult | null> {
+    this.count(request, outcome);
+    try {
+      const response = await work.resume(lease);
+      return { response, replayed: false, keyExpiresAt: lease.keyExpiresAt };
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        // Someone took over while we worked; our writes changed nothing. Report what they did.
+        this.logger.warn(`Lease lost on ${request.operation}; re-reading the record`);
+        return null;
+      }
+      const released = await this.records.release(lease, this.clock.now()).catch(() => false);
+      if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
+      throw error;
+    }
+  }
+
+  private replay(record: IdempotencyRecord): IdempotentResult {
+    const stored = record.response!;
+    return {
+      response: { status: stored.status, headers: stored.headers, body: this.cipher.open(stored.body, record._id) },
+      replayed: true,
+      keyExpiresAt: record.expiresAt,
+    };
+  }
+
+  private lostRace(error: unknown, operation: string): boolean {
+    if (error instanceof DuplicateClaimError) {
+      this.metrics.duplicateCreations.inc({ operation });
+      this.logger.error(error.message);
+      return true;
+    }
+    return error instanceof RecordRaceLostError || isWriteConflict(error);
+  }
+
+  private newRecord(recordId: string, request: IdempotentRequest): NewRecord {
+    const now = this.clock.now();
+    return {
+      _id: recordId,
+      tenant: request.tenant,
+      operation: request.operation,
+      status: 'pending',
+      fingerprint: request.fingerprint,
+      schemaVersion: request.schemaVersion,
+      attempt: 1,
+      subject: request.subject ?? null,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
+    };
+  }
+
+  private newLease(owner: string = randomUUID()): RecordLease {
+    const now = this.clock.now();
+    return { owner, lockedAt: now, expiresAt: new Date(now.getTime() + this.config.lockTimeoutMs) };
+  }
+
+  private seal(lease: Lease, response: IdempotentResponse) {
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: this.cipher.seal(response.body, lease.recordId),
+      schemaVersion: lease.schemaVersion,
+    };
+  }
+
+  private count(request: IdempotentRequest, outcome: string): void {
+    this.metrics.idempotencyOutcomes.inc({ operation: request.operation, outcome });
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));

@@ -1,0 +1,43 @@
+import { SetMetadata, UseInterceptors, applyDecorators } from '@nestjs/common';
+import { ApiHeader, ApiResponse } from '@nestjs/swagger';
+import { IdempotencyKeyInterceptor } from './idempotency-key.interceptor.js';
+
+export interface IdempotentOptions {
+  /** Stable operation name, part of the scope key (e.g. `orders.create`). */
+  operation: string;
+  /** Retention of this route's keys; IDEMPOTENCY_TTL_SECONDS when absent. */
+  ttlSeconds?: number;
+  /** Bump when the response body changes shape: old bodies are then never replayed. */
+  schemaVersion?: number;
+}
+
+export const IDEMPOTENT_OPTIONS = 'idempotency:options';
+
+const problemSchema = { $ref: '#/components/schemas/Problem' };
+
+/**
+ * Declares a keyed operation: requires and validates `Idempotency-Key`
+ * before the handler runs, and documents the contract in OpenAPI.
+ */
+export function Idempotent(options: IdempotentOptions) {
+  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.operation)) throw new Error(`Invalid operation name ${options.operation}`);
+  return applyDecorators(
+    SetMetadata(IDEMPOTENT_OPTIONS, options),
+    UseInterceptors(IdempotencyKeyInterceptor),
+    ApiHeader({
+      name: 'Idempotency-Key',
+      required: true,
+      description:
+        'Client-chosen key (1-255 printable ASCII, a UUID is ideal), scoped to your API key and this operation. ' +
+        'A retry with the same key and body gets the original status and body back with `Idempotent-Replayed: true`.',
+    }),
+    ApiResponse({ status: 400, description: '`idempotency_key_missing` or `idempotency_key_invalid`, or a validation error', content: { 'application/problem+json': { schema: problemSchema } } }),
+    ApiResponse({
+      status: 409,
+      description: '`idempotency_key_in_use`: a request with this key is still in flight; retry after `Retry-After` seconds',
+      headers: { 'Retry-After': { description: 'Seconds until the in-flight lease expires', schema: { type: 'integer' } } },
+      content: { 'application/problem+json': { schema: problemSchema } },
+    }),
+    ApiResponse({ status: 422, description: '`idempotency_key_reused`: this key was used with a different body', content: { 'application/problem+json': { schema: problemSchema } } }),
+  );
+}

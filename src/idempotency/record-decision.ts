@@ -1,0 +1,30 @@
+import { sameFingerprint, type Fingerprint } from './fingerprint.js';
+import type { IdempotencyRecord } from './idempotency-record.js';
+
+export type RecordDecision =
+  /** Finished and past retention: treated as absent, replaced by a new claim. */
+  | 'replace_expired'
+  /** Same key, other request. */
+  | 'mismatch'
+  /** Finished with a stored response: send it again. */
+  | 'replay'
+  /** Someone holds a live lease: wait, then 409. */
+  | 'in_flight'
+  /** Unfinished and its lease expired: take the lease and resume. */
+  | 'take_over'
+  /** Failed without a stored response (abandoned): start a new attempt. */
+  | 'restart';
+
+/**
+ * What to do with a record found under the key. Unfinished work is never
+ * replaced, even past its expiry: it may hold a charge that only resuming
+ * can account for.
+ */
+export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now: Date): RecordDecision {
+  const finished = record.status !== 'pending';
+  if (finished && record.expiresAt.getTime() <= now.getTime()) return 'replace_expired';
+  if (!sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
+  if (finished) return record.response ? 'replay' : 'restart';
+  const leaseLive = record.lease !== null && record.lease.expiresAt.getTime() > now.getTime();
+  return leaseLive ? 'in_flight' : 'take_over';
+}

@@ -1,0 +1,55 @@
+import { Schema } from 'mongoose';
+import type { IdempotencyRecord } from '../idempotency-record.js';
+
+export const IDEMPOTENCY_RECORD_MODEL = 'IdempotencyRecord';
+
+const LeaseSchema = new Schema(
+  { owner: { type: String, required: true }, lockedAt: { type: Date, required: true }, expiresAt: { type: Date, required: true } },
+  { _id: false },
+);
+
+const SealedBodySchema = new Schema(
+  { keyId: String, iv: Buffer, tag: Buffer, data: Buffer },
+  { _id: false },
+);
+
+const ResponseSchema = new Schema(
+  {
+    status: { type: Number, required: true },
+    headers: { type: Schema.Types.Mixed, default: {} },
+    body: { type: SealedBodySchema, required: true },
+    schemaVersion: { type: Number, required: true },
+  },
+  { _id: false },
+);
+
+export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
+  {
+    _id: { type: String, required: true },
+    tenant: { type: String, required: true },
+    operation: { type: String, required: true },
+    status: { type: String, enum: ['pending', 'complete', 'failed'], required: true },
+    fingerprint: {
+      type: new Schema({ algorithm: String, value: String }, { _id: false }),
+      required: true,
+    },
+    schemaVersion: { type: Number, required: true },
+    attempt: { type: Number, required: true },
+    lease: { type: LeaseSchema, default: null },
+    recoveryPoint: { type: String, default: null },
+    subject: { type: String, default: null },
+    response: { type: ResponseSchema, default: null },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+    purgeAt: { type: Date, default: null },
+  },
+  { collection: 'idempotency_records', versionKey: false, strict: 'throw' },
+);
+
+// Garbage collection only: expiry itself is enforced in code on every lookup.
+IdempotencyRecordSchema.index({ purgeAt: 1 }, { expireAfterSeconds: 0, name: 'purge_ttl' });
+// The reaper's scan: pending records whose lease ran out.
+IdempotencyRecordSchema.index({ status: 1, 'lease.expiresAt': 1 }, { name: 'reaper_scan' });
+// Erasure of one data subject's stored responses.
+IdempotencyRecordSchema.index({ tenant: 1, subject: 1 }, { name: 'tenant_subject' });

@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { ClientSession, Model } from 'mongoose';
+import { isDuplicateKey } from '../database/mongo-errors.js';
+import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
+import type { LedgerEntry } from './ledger-entry.js';
+import { LEDGER_ENTRY_MODEL } from './schemas/ledger-entry.schema.js';
+
+/** Append-only: there is no update or delete here on purpose. */
+@Injectable()
+export class LedgerEntryRepository {
+  constructor(@InjectModel(LEDGER_ENTRY_MODEL) private readonly entries: Model<LedgerEntry>) {}
+
+  async append(session: ClientSession, entries: LedgerEntry[]): Promise<void> {
+    try {
+      await this.entries.insertMany(entries, { session, ordered: true });
+    } catch (error) {
+      if (isDuplicateKey(error)) throw new DuplicateClaimError('journal');
+      throw error;
+    }
+  }
+
+  findForOrder(tenant: string, orderId: string): Promise<LedgerEntry[]> {
+    return this.entries.find({ tenant, orderId }).sort({ journalId: 1, line: 1 }).lean<LedgerEntry[]>().exec();
+  }
+}

@@ -1,0 +1,50 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { existsSync } from 'node:fs';
+import { configureApp, createAdapter } from './app.setup.js';
+import { AppModule } from './app.module.js';
+import { ConfigurationError, loadConfiguration } from './config/configuration.js';
+import { EMULATOR_GAPS, resolveMongoBackend, type MongoBackend } from './database/embedded-mongo.js';
+
+async function bootstrap(): Promise<void> {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  const config = loadConfiguration(process.env);
+  const logger = new Logger('Bootstrap');
+
+  let backend: MongoBackend | undefined;
+  if (!config.mongo.uri) {
+    backend = await resolveMongoBackend(process.env);
+    process.env.MONGODB_URI = backend.uri;
+    logger.log(`No MONGODB_URI: started an embedded ${backend.description} at ${backend.uri}`);
+    if (backend.kind === 'emulator') logger.warn(`Embedded MongoDB is an emulator, for development only. Gaps: ${EMULATOR_GAPS}`);
+  }
+  if (config.security.usingDevApiKey) {
+    logger.warn('API_KEYS is not set: one dev tenant "dev" with the secret "dev-secret-change-me" (never in production)');
+  }
+  if (config.idempotency.usingDevEncryptionKey) {
+    logger.warn('IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)');
+  }
+
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.app.bodyLimitBytes), {
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  await configureApp(app);
+  // SIGTERM: Nest's shutdown hooks stop the schedulers and close Fastify (drains in-flight requests), then the pool.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  // The embedded server is a child process: take it down with us, however we exit.
+  if (backend) process.once('exit', () => void backend.stop());
+  await app.listen(config.app.port, config.app.host);
+  logger.log(`Listening on ${await app.getUrl()} (NODE_ENV=${config.app.env})`);
+}
+
+bootstrap().catch((error: unknown) => {
+  if (error instanceof ConfigurationError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`Startup failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  process.exit(1);
+});

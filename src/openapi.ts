@@ -1,0 +1,29 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+
+/** OpenAPI at /docs (UI) and /docs/json, with the shared problem+json schema. */
+export function setUpOpenApi(app: INestApplication): void {
+  const config = new DocumentBuilder()
+    .setTitle('Idempotent orders API')
+    .setDescription(
+      'Creates paid orders exactly once per Idempotency-Key. Errors are RFC 9457 application/problem+json with a stable `code`.',
+    )
+    .setVersion('1')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Your API key' })
+    .build();
+  const document = SwaggerModule.createDocument(app, config);
+  document.components ??= {};
+  document.components.schemas ??= {};
+  document.components.schemas.Problem = {
+    type: 'object',
+    required: ['type', 'title', 'status', 'detail', 'code'],
+    properties: {
+      type: { type: 'string', format: 'uri' },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string' },
+      code: { type: 'string', example: 'idempotency_key_in_use' },
+    },
+  };
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/json' });
+}

@@ -1,0 +1,25 @@
+import { AmountOutOfRangeError } from './orders.errors.js';
+
+/** Largest order total accepted, in minor units (10^12: ten billion in a two-decimal currency). */
+export const MAX_ORDER_AMOUNT_MINOR = 1_000_000_000_000;
+
+export interface PricedItem {
+  quantity: number;
+  unitPriceMinor: number;
+}
+
+/**
+ * Sum of quantity x unit price in BigInt, so no intermediate product can
+ * lose precision, then checked against the limit before it becomes a number.
+ */
+export function orderAmountMinor(items: readonly PricedItem[]): number {
+  let total = 0n;
+  for (const item of items) {
+    if (!Number.isSafeInteger(item.quantity) || !Number.isSafeInteger(item.unitPriceMinor)) {
+      throw new AmountOutOfRangeError(MAX_ORDER_AMOUNT_MINOR);
+    }
+    total += BigInt(item.quantity) * BigInt(item.unitPriceMinor);
+  }
+  if (total > BigInt(MAX_ORDER_AMOUNT_MINOR)) throw new AmountOutOfRangeError(MAX_ORDER_AMOUNT_MINOR);
+  return Number(total);
+}

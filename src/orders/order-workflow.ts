@@ -1,0 +1,148 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { FaultInjector } from '../common/fault-injector.js';
+import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
+import { TransactionRunner } from '../database/transaction.runner.js';
+import type { IdempotentResponse, Lease } from '../idempotency/idempotency-record.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
+import { paidOrderJournal } from '../ledger/journal.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
+import { chargeKeyFor } from '../payments/payment.js';
+import { PaymentsService } from '../payments/payments.service.js';
+import { isFinal } from './order-state.js';
+import { orderIdForClaim, type Order } from './order.js';
+import { OrderRepository } from './order.repository.js';
+import { orderView } from './order.view.js';
+
+/**
+ * `request`: the client is waiting; charge the card (the derived charge key
+ * makes a repeated call return the first charge).
+ * `reconcile`: the reaper; never charges, only asks the provider whether a
+ * charge exists, and abandons the order when none does.
+ */
+export type AdvanceMode = 'request' | 'reconcile';
+
+type ChargeOutcome = { kind: 'charged'; charge: Charge } | { kind: 'declined' } | { kind: 'none' };
+
+export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned' } as const;
+
+/**
+ * The one code path that moves an order to a final state, used by the first
+ * request, by a retry that takes over, and by the reaper:
+ *   pending -> charge (between transactions) -> T1: payment + charged + checkpoint
+ *   charged -> T2: journal + outbox + saved + record complete
+ * Every transaction also writes the idempotency record under our lease, so a
+ * worker that lost the lease commits nothing.
+ */
+@Injectable()
+export class OrderWorkflow {
+  constructor(
+    private readonly orders: OrderRepository,
+    private readonly gateway: PaymentGateway,
+    private readonly payments: PaymentsService,
+    private readonly ledger: LedgerService,
+    private readonly outbox: OutboxService,
+    private readonly idempotency: IdempotencyService,
+    private readonly transactions: TransactionRunner,
+    private readonly clock: Clock,
+    private readonly faults: FaultInjector,
+  ) {}
+
+  async advance(lease: Lease, mode: AdvanceMode): Promise<Order> {
+    let order = await this.orders.findById(orderIdForClaim(lease.claimId));
+    if (!order) throw new Error(`No order for claim ${lease.claimId}: the claim transaction writes both`);
+    while (!isFinal(order.state)) {
+      order = order.state === 'pending' ? await this.settlePayment(order, lease, mode) : await this.save(order, lease);
+    }
+    return order;
+  }
+
+  private async settlePayment(order: Order, lease: Lease, mode: AdvanceMode): Promise<Order> {
+    const outcome = await this.chargeOrLookUp(order, mode);
+    if (outcome.kind === 'none') return this.fail(order, lease, FAILURE.abandoned);
+    if (outcome.kind === 'declined') return this.fail(order, lease, FAILURE.declined);
+    this.faults.crashIf('after-charge');
+    const now = this.clock.now();
+    const charged = await this.transactions.run(async (session) => {
+      const payment = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
+      await this.orders.markCharged(session, order, payment._id, now);
+      await this.idempotency.checkpoint(session, lease, 'charged');
+      return { ...order, state: 'charged' as const, paymentId: payment._id, stateHistory: { ...order.stateHistory, charged: now } };
+    });
+    this.faults.crashIf('after-charged');
+    return charged;
+  }
+
+  private async chargeOrLookUp(order: Order, mode: AdvanceMode): Promise<ChargeOutcome> {
+    const chargeKey = chargeKeyFor(order._id);
+    if (mode === 'reconcile') {
+      const charge = await this.gateway.findCharge(chargeKey);
+      return charge ? { kind: 'charged', charge } : { kind: 'none' };
+    }
+    if (!order.paymentToken) throw new Error(`Order ${order._id} is pending without a payment token`);
+    const result = await this.gateway.charge({
+      chargeKey,
+      amountMinor: order.amountMinor,
+      currency: order.currency,
+      paymentToken: order.paymentToken,
+      reference: order._id,
+    });
+    return result.outcome === 'succeeded' ? { kind: 'charged', charge: result.charge } : { kind: 'declined' };
+  }
+
+  private async save(order: Order, lease: Lease): Promise<Order> {
+    const now = this.clock.now();
+    const saved: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
+    await this.transactions.run(async (session) => {
+      await this.ledger.post(
+        {
+          tenant: order.tenant,
+          journalId: `jrn_${order._id}`,
+          orderId: order._id,
+          currency: order.currency,
+          lines: paidOrderJournal(order.amountMinor),
+          postedAt: now,
+        },
+        session,
+      );
+      await this.outbox.enqueue(
+        session,
+        { id: `evt_${order._id}_completed`, tenant: order.tenant, type: 'order.completed', payload: orderView(saved) },
+        now,
+      );
+      await this.orders.markSaved(session, order, now);
+      await this.idempotency.complete(session, lease, 'saved', responseFor(saved));
+    });
+    return saved;
+  }
+
+  /** Declined: stored and replayed (402). Abandoned: no response stored, a retry starts a new attempt. */
+  private async fail(order: Order, lease: Lease, reason: string): Promise<Order> {
+    const now = this.clock.now();
+    const failed: Order = { ...order, state: 'failed', failureReason: reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
+    await this.transactions.run(async (session) => {
+      await this.orders.markFailed(session, order, reason, now);
+      const response = reason === FAILURE.declined ? responseFor(failed) : null;
+      await this.idempotency.fail(session, lease, 'failed', response);
+    });
+    return failed;
+  }
+}
+
+/** The response a final order answers with, stored for replay. */
+export function responseFor(order: Order): IdempotentResponse {
+  if (order.state === 'saved') {
+    return {
+      status: 201,
+      headers: { 'content-type': 'application/json; charset=utf-8', location: `/v1/orders/${order._id}` },
+      body: JSON.stringify(orderView(order)),
+    };
+  }
+  if (order.state === 'failed' && order.failureReason === FAILURE.declined) {
+    const body = problem(402, 'card_declined', 'The card was declined.', { orderId: order._id });
+    return { status: 402, headers: { 'content-type': PROBLEM_CONTENT_TYPE }, body: JSON.stringify(body) };
+  }
+  throw new Error(`Order ${order._id} in state ${order.state} has no stored response`);
+}

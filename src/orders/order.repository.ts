@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { ClientSession, Model } from 'mongoose';
+import { isDuplicateKey } from '../database/mongo-errors.js';
+import { DuplicateClaimError, LeaseLostError } from '../idempotency/idempotency.errors.js';
+import { assertTransition, type OrderState } from './order-state.js';
+import type { Order } from './order.js';
+import { ORDER_MODEL } from './schemas/order.schema.js';
+
+export interface OrderPage {
+  orders: Order[];
+  next: { createdAt: Date; id: string } | null;
+}
+
+/**
+ * orders. Transitions are conditional updates on the expected current state;
+ * when nothing matches, someone else moved the order and this worker stops.
+ */
+@Injectable()
+export class OrderRepository {
+  constructor(@InjectModel(ORDER_MODEL) private readonly orders: Model<Order>) {}
+
+  async insertPending(session: ClientSession, order: Order): Promise<void> {
+    try {
+      await this.orders.insertMany([order], { session });
+    } catch (error) {
+      if (isDuplicateKey(error)) throw new DuplicateClaimError('order');
+      throw error;
+    }
+  }
+
+  findById(orderId: string): Promise<Order | null> {
+    return this.orders.findById(orderId).lean<Order>().exec();
+  }
+
+  findForTenant(tenant: string, orderId: string): Promise<Order | null> {
+    return this.orders.findOne({ _id: orderId, tenant }).lean<Order>().exec();
+  }
+
+  async listForTenant(tenant: string, limit: number, after: { createdAt: Date; id: string } | null): Promise<OrderPage> {
+    const filter = after
+      ? { tenant, $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }] }
+      : { tenant };
+    const orders = await this.orders.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit + 1).lean<Order[]>().exec();
+    const page = orders.slice(0, limit);
+    const last = page.at(-1);
+    return { orders: page, next: orders.length > limit && last ? { createdAt: last.createdAt, id: last._id } : null };
+  }
+
+  markCharged(session: ClientSession, order: Order, paymentId: string, now: Date): Promise<void> {
+    return this.transition(session, order, 'charged', now, { paymentId });
+  }
+
+  markSaved(session: ClientSession, order: Order, now: Date): Promise<void> {
+    return this.transition(session, order, 'saved', now, { paymentToken: null });
+  }
+
+  markFailed(session: ClientSession, order: Order, reason: string, now: Date): Promise<void> {
+    return this.transition(session, order, 'failed', now, { failureReason: reason, paymentToken: null });
+  }
+
+  private async transition(
+    session: ClientSession,
+    order: Order,
+    to: OrderState,
+    now: Date,
+    fields: Partial<Order>,
+  ): Promise<void> {
+    assertTransition(order.state, to);
+    const result = await this.orders.updateOne(
+      { _id: order._id, state: order.state },
+      { $set: { ...fields, state: to, [`stateHistory.${to}`]: now, updatedAt: now } },
+      { session },
+    );
+    // The record's lease check in the same transaction normally fires first; this is the order's own fence.
+    if (result.matchedCount !== 1) throw new LeaseLostError(order.idempotency.recordId);
+  }
+}

@@ -1,0 +1,22 @@
+import { DomainError } from '../common/domain-error.js';
+
+export class OrderNotFoundError extends DomainError {
+  readonly code = 'order_not_found';
+  constructor() {
+    super('No order with this id for your account.');
+  }
+}
+
+export class AmountOutOfRangeError extends DomainError {
+  readonly code = 'amount_out_of_range';
+  constructor(limit: number) {
+    super(`The order total must be at most ${limit} minor units.`);
+  }
+}
+
+export class InvalidCursorError extends DomainError {
+  readonly code = 'invalid_cursor';
+  constructor() {
+    super('The cursor is not one this API returned.');
+  }
+}

@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { FaultInjector } from '../common/fault-injector.js';
+import type { IdempotencyKeyContext } from '../idempotency/idempotency-key.interceptor.js';
+import type { Lease } from '../idempotency/idempotency-record.js';
+import { IdempotencyService, type IdempotentResult } from '../idempotency/idempotency.service.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import type { CreateOrderDto } from './dto/create-order.dto.js';
+import { orderAmountMinor } from './order-amount.js';
+import { OrderWorkflow, responseFor } from './order-workflow.js';
+import { ORDER_ID_PATTERN, orderIdForClaim, type Order } from './order.js';
+import { OrderRepository, type OrderPage } from './order.repository.js';
+import { decodeCursor } from './order.view.js';
+import { OrderNotFoundError } from './orders.errors.js';
+
+export const CREATE_ORDER_OPERATION = 'orders.create';
+
+@Injectable()
+export class OrdersService {
+  constructor(
+    private readonly orders: OrderRepository,
+    private readonly workflow: OrderWorkflow,
+    private readonly idempotency: IdempotencyService,
+    private readonly ledger: LedgerService,
+    private readonly clock: Clock,
+    private readonly faults: FaultInjector,
+  ) {}
+
+  /** Claim the key with a pending order (T0), then drive it to a final state. */
+  async create(tenant: string, dto: CreateOrderDto, key: IdempotencyKeyContext): Promise<IdempotentResult> {
+    const amountMinor = orderAmountMinor(dto.items);
+    const request = this.idempotency.requestFor(key, tenant, dto, dto.customerId);
+    const result = await this.idempotency.execute(request, {
+      begin: (session, lease) => this.orders.insertPending(session, this.newOrder(tenant, dto, amountMinor, lease)),
+      resume: async (lease) => {
+        this.faults.crashIf('after-claim');
+        return responseFor(await this.workflow.advance(lease, 'request'));
+      },
+    });
+    this.faults.crashIf('before-response');
+    return result;
+  }
+
+  async get(tenant: string, orderId: string): Promise<Order> {
+    const order = ORDER_ID_PATTERN.test(orderId) ? await this.orders.findForTenant(tenant, orderId) : null;
+    if (!order) throw new OrderNotFoundError();
+    return order;
+  }
+
+  list(tenant: string, limit: number, cursor?: string): Promise<OrderPage> {
+    return this.orders.listForTenant(tenant, limit, cursor ? decodeCursor(cursor) : null);
+  }
+
+  async ledgerFor(tenant: string, orderId: string) {
+    const order = await this.get(tenant, orderId);
+    return this.ledger.entriesForOrder(tenant, order._id);
+  }
+
+  private newOrder(tenant: string, dto: CreateOrderDto, amountMinor: number, lease: Lease): Order {
+    const now = this.clock.now();
+    return {
+      _id: orderIdForClaim(lease.claimId),
+      tenant,
+      customerId: dto.customerId,
+      currency: dto.currency,
+      items: dto.items.map((item) => ({ sku: item.sku, quantity: item.quantity, unitPriceMinor: item.unitPriceMinor })),
+      amountMinor,
+      paymentToken: dto.paymentMethod.token,
+      state: 'pending',
+      stateHistory: { pending: now },
+      failureReason: null,
+      paymentId: null,
+      idempotency: { recordId: lease.recordId, attempt: lease.attempt },
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+}

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { MongooseModule } from '@nestjs/mongoose';
+import { EventPublisher, LogEventPublisher } from './event-publisher.port.js';
+import { OutboxEventRepository } from './outbox-event.repository.js';
+import { OutboxRelay } from './outbox.relay.js';
+import { OutboxService } from './outbox.service.js';
+import { OutboxEventSchema, OUTBOX_EVENT_MODEL } from './schemas/outbox-event.schema.js';
+
+@Module({
+  imports: [MongooseModule.forFeature([{ name: OUTBOX_EVENT_MODEL, schema: OutboxEventSchema }])],
+  providers: [OutboxEventRepository, OutboxService, OutboxRelay, { provide: EventPublisher, useClass: LogEventPublisher }],
+  exports: [OutboxService, OutboxRelay, EventPublisher],
+})
+export class OutboxModule {}

@@ -1,0 +1,22 @@
+import { Schema } from 'mongoose';
+import type { OutboxEvent } from '../outbox-event.js';
+
+export const OUTBOX_EVENT_MODEL = 'OutboxEvent';
+
+export const OutboxEventSchema = new Schema<OutboxEvent>(
+  {
+    _id: { type: String, required: true },
+    tenant: { type: String, required: true },
+    type: { type: String, required: true },
+    payload: { type: Schema.Types.Mixed, required: true },
+    status: { type: String, enum: ['pending', 'published'], required: true },
+    attempts: { type: Number, required: true },
+    availableAt: { type: Date, required: true },
+    createdAt: { type: Date, required: true },
+    publishedAt: { type: Date, default: null },
+    lastError: { type: String, default: null },
+  },
+  { collection: 'outbox_events', versionKey: false, strict: 'throw', minimize: false },
+);
+
+OutboxEventSchema.index({ status: 1, availableAt: 1 }, { name: 'relay_scan' });

@@ -1,0 +1,38 @@
+import { DomainError } from '../common/domain-error.js';
+
+export interface ChargeRequest {
+  /** Derived from the order: the provider deduplicates on it, so a resumed charge returns the first one. */
+  chargeKey: string;
+  amountMinor: number;
+  currency: string;
+  paymentToken: string;
+  reference: string;
+}
+
+export interface Charge {
+  id: string;
+  chargeKey: string;
+  amountMinor: number;
+  currency: string;
+  createdAt: Date;
+}
+
+export type ChargeResult = { outcome: 'succeeded'; charge: Charge } | { outcome: 'declined'; reason: string };
+
+/** Transient: nothing was charged, or we cannot know; never stored, the client retries. */
+export class PaymentProviderUnavailableError extends DomainError {
+  readonly code = 'payment_provider_unavailable';
+  constructor(retryAfterSeconds: number) {
+    super('The payment provider is unavailable; retry later with the same Idempotency-Key.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * The port to a payment provider. Implementations must deduplicate on
+ * `chargeKey` and be able to look a charge up by it (reconciliation).
+ */
+export abstract class PaymentGateway {
+  abstract charge(request: ChargeRequest): Promise<ChargeResult>;
+  abstract findCharge(chargeKey: string): Promise<Charge | null>;
+}

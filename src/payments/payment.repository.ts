@@ -1,0 +1,25 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { ClientSession, Model } from 'mongoose';
+import { isDuplicateKey } from '../database/mongo-errors.js';
+import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
+import type { Payment } from './payment.js';
+import { PAYMENT_MODEL } from './schemas/payment.schema.js';
+
+@Injectable()
+export class PaymentRepository {
+  constructor(@InjectModel(PAYMENT_MODEL) private readonly payments: Model<Payment>) {}
+
+  async insert(session: ClientSession, payment: Payment): Promise<void> {
+    try {
+      await this.payments.insertMany([payment], { session });
+    } catch (error) {
+      if (isDuplicateKey(error)) throw new DuplicateClaimError('payment');
+      throw error;
+    }
+  }
+
+  findForOrder(tenant: string, orderId: string): Promise<Payment | null> {
+    return this.payments.findOne({ tenant, orderId }).lean<Payment>().exec();
+  }
+}
