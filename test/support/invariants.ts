@@ -1,0 +1,85 @@
+import type { Db } from 'mongodb';
+
+interface OrderDoc {
+  _id: string;
+  state: string;
+  amountMinor: number;
+  paymentId: string | null;
+  idempotency: { recordId: string; attempt: number };
+}
+
+export interface InvariantInput {
+  db: Db;
+  simulatorDb: Db;
+  /** Order ids a client received a 2xx for: they must exist, saved. */
+  acknowledgedOrderIds?: string[];
+  /** After the reaper deadline nothing may be left pending. */
+  requireSettled?: boolean;
+}
+
+/**
+ * The promise of the service, checked on the database itself:
+ * per key at most one live order and at most one provider charge; every
+ * charge recorded once; every saved order has one balanced journal and one
+ * outbox event; failed orders have no charge and no journal; acknowledged
+ * orders exist. Returns the violations (empty when all hold).
+ */
+export async function findViolations(input: InvariantInput): Promise<string[]> {
+  const { db, simulatorDb } = input;
+  const violations: string[] = [];
+  const orders = await db.collection<OrderDoc>('orders').find({}).toArray();
+  const charges = await simulatorDb.collection<{ _id: string; amountMinor: number }>('charges').find({}).toArray();
+  const chargeByOrder = new Map(charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
+
+  const byKey = new Map<string, OrderDoc[]>();
+  for (const order of orders) {
+    byKey.set(order.idempotency.recordId, [...(byKey.get(order.idempotency.recordId) ?? []), order]);
+  }
+  for (const [key, keyOrders] of byKey) {
+    const live = keyOrders.filter((order) => order.state !== 'failed');
+    if (live.length > 1) violations.push(`key ${key}: ${live.length} live orders`);
+    const charged = keyOrders.filter((order) => chargeByOrder.has(order._id));
+    if (charged.length > 1) violations.push(`key ${key}: ${charged.length} provider charges`);
+  }
+
+  for (const order of orders) {
+    const charge = chargeByOrder.get(order._id);
+    const payments = await db.collection('payments').countDocuments({ orderId: order._id });
+    const entries = await db.collection<{ direction: string; amountMinor: number; journalId: string }>('ledger_entries').find({ orderId: order._id }).toArray();
+    const events = await db.collection('outbox_events').countDocuments({ 'payload.id': order._id, type: 'order.completed' });
+    if (order.state === 'failed') {
+      if (charge) violations.push(`order ${order._id}: failed but charged at the provider`);
+      if (payments || entries.length || events) violations.push(`order ${order._id}: failed but has payments/ledger/events`);
+      continue;
+    }
+    if (charge && charge.amountMinor !== order.amountMinor) violations.push(`order ${order._id}: charge amount differs`);
+    if (order.state === 'charged' || order.state === 'saved') {
+      if (!charge) violations.push(`order ${order._id}: ${order.state} without a provider charge`);
+      if (payments !== 1) violations.push(`order ${order._id}: ${payments} payment documents`);
+    }
+    if (order.state === 'saved') {
+      const journals = new Set(entries.map((entry) => entry.journalId));
+      const balance = entries.reduce((sum, e) => sum + (e.direction === 'debit' ? e.amountMinor : -e.amountMinor), 0);
+      if (journals.size !== 1 || entries.length === 0) violations.push(`order ${order._id}: ${journals.size} journals`);
+      if (balance !== 0) violations.push(`order ${order._id}: journal off by ${balance}`);
+      if (events !== 1) violations.push(`order ${order._id}: ${events} order.completed events`);
+    } else if (entries.length || events) {
+      violations.push(`order ${order._id}: ${order.state} but already has ledger/events`);
+    }
+    if (input.requireSettled && (order.state === 'pending' || order.state === 'charged')) {
+      violations.push(`order ${order._id}: still ${order.state}`);
+    }
+  }
+  for (const charge of charges) {
+    if (!orders.some((order) => order._id === charge._id.replace(/^charge:/, ''))) violations.push(`charge ${charge._id}: no order`);
+  }
+  for (const id of input.acknowledgedOrderIds ?? []) {
+    const order = orders.find((candidate) => candidate._id === id);
+    if (!order || order.state !== 'saved') violations.push(`acknowledged order ${id}: ${order ? order.state : 'missing'}`);
+  }
+  if (input.requireSettled) {
+    const pending = await db.collection('idempotency_records').countDocuments({ status: 'pending' });
+    if (pending) violations.push(`${pending} idempotency records still pending`);
+  }
+  return violations;
+}

@@ -1,0 +1,104 @@
+import { Test, type TestingModuleBuilder } from '@nestjs/testing';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
+import type { Db } from 'mongodb';
+import request from 'supertest';
+import { AppModule } from '../../src/app.module.js';
+import { configureApp, createAdapter } from '../../src/app.setup.js';
+
+export const API_KEYS = {
+  acme: 'acme-secret-0123456789',
+  globex: 'globex-secret-0123456789',
+};
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  http: () => ReturnType<typeof request>;
+  db: Db;
+  simulatorDb: Db;
+  /** Empties every collection of this file's databases (the emulator has no dropDatabase). */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** Unique per test file; must contain "test". */
+  dbName: string;
+  env?: Record<string, string>;
+  override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+}
+
+/** Boots the real AppModule through the production pipeline (configureApp) on the run's replica set. */
+export async function startApp(options: TestAppOptions): Promise<TestApp> {
+  if (!options.dbName.includes('test')) throw new Error('Test databases must contain "test" in their name');
+  const env: Record<string, string> = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    MONGODB_DB_NAME: options.dbName,
+    PAYMENT_SIMULATOR_DB_NAME: `${options.dbName}_psp`,
+    API_KEYS: Object.entries(API_KEYS).map(([tenant, secret]) => `${tenant}:${secret}`).join(','),
+    REAPER_ENABLED: 'false',
+    OUTBOX_RELAY_INTERVAL_MS: '3600000',
+    ...options.env,
+  };
+  const saved = withEnv(env);
+  let app: NestFastifyApplication;
+  try {
+    let builder = Test.createTestingModule({ imports: [AppModule] });
+    if (options.override) builder = options.override(builder);
+    const moduleRef = await builder.compile();
+    app = moduleRef.createNestApplication<NestFastifyApplication>(createAdapter(102400), { logger: false });
+    await configureApp(app);
+    await app.init();
+    await app.getHttpAdapter().getInstance().ready();
+  } finally {
+    restoreEnv(saved);
+  }
+  const connection = app.get<Connection>(getConnectionToken());
+  const db = connection.db as unknown as Db;
+  const simulatorDb = connection.getClient().db(env.PAYMENT_SIMULATOR_DB_NAME) as unknown as Db;
+  const reset = async () => {
+    for (const name of ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events']) {
+      await db.collection(name).deleteMany({});
+    }
+    await simulatorDb.collection('charges').deleteMany({});
+  };
+  await reset();
+  return {
+    app,
+    http: () => request(app.getHttpServer()),
+    db,
+    simulatorDb,
+    reset,
+    close: () => app.close(),
+  };
+}
+
+function withEnv(env: Record<string, string>): Record<string, string | undefined> {
+  const saved: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(env)) {
+    saved[name] = process.env[name];
+    process.env[name] = value;
+  }
+  return saved;
+}
+
+function restoreEnv(saved: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+}
+
+export const auth = (tenant: keyof typeof API_KEYS = 'acme') => ({ Authorization: `Bearer ${API_KEYS[tenant]}` });
+
+export function orderBody(overrides: Record<string, unknown> = {}) {
+  return {
+    customerId: 'cus_123',
+    currency: 'USD',
+    items: [{ sku: 'sku_1', quantity: 2, unitPriceMinor: 1250 }],
+    paymentMethod: { token: 'tok_visa' },
+    ...overrides,
+  };
+}
