@@ -1,0 +1,68 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigurationError, loadConfiguration } from './configuration.js';
+
+const key = Buffer.alloc(32, 7).toString('base64');
+
+function problemsOf(env: NodeJS.ProcessEnv): string[] {
+  try {
+    loadConfiguration(env);
+    return [];
+  } catch (error) {
+    if (error instanceof ConfigurationError) return error.problems;
+    throw error;
+  }
+}
+
+describe('loadConfiguration', () => {
+  it('has working defaults for development', () => {
+    const config = loadConfiguration({});
+    expect(config.app.port).toBe(3000);
+    expect(config.idempotency.ttlSeconds).toBe(86400);
+    expect(config.idempotency.lockTimeoutMs).toBe(30000);
+    expect(config.idempotency.inFlightWaitMs).toBe(0);
+    expect(config.reaper.intervalMs).toBe(10000);
+    expect(config.security.usingDevApiKey).toBe(true);
+  });
+
+  it('names the variable that is wrong', () => {
+    expect(problemsOf({ PORT: 'abc' })).toEqual([expect.stringMatching(/^PORT: /)]);
+    expect(problemsOf({ PORT: '70000' })).toEqual([expect.stringMatching(/^PORT: /)]);
+    expect(problemsOf({ IDEMPOTENCY_TTL_SECONDS: '-1' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_TTL_SECONDS: /)]);
+    expect(problemsOf({ REAPER_ENABLED: 'yes' })).toEqual([expect.stringMatching(/^REAPER_ENABLED: /)]);
+    expect(problemsOf({ MONGODB_URI: 'http://x' })).toEqual([expect.stringMatching(/^MONGODB_URI: /)]);
+  });
+
+  it('reads "false" as false', () => {
+    expect(loadConfiguration({ REAPER_ENABLED: 'false' }).reaper.enabled).toBe(false);
+  });
+
+  it('requires a URI, API keys and an encryption key in production, and refuses fault injection there', () => {
+    const problems = problemsOf({ NODE_ENV: 'production', FAULT_INJECTION: 'true' });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['API_KEYS', 'FAULT_INJECTION', 'IDEMPOTENCY_ENCRYPTION_KEY', 'MONGODB_URI']);
+    const ok = loadConfiguration({
+      NODE_ENV: 'production',
+      MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0',
+      API_KEYS: 'acme:acme-secret-0123456789',
+      IDEMPOTENCY_ENCRYPTION_KEY: key,
+    });
+    expect(ok.security.apiKeys).toEqual([{ tenant: 'acme', secret: 'acme-secret-0123456789' }]);
+    expect(ok.idempotency.encryptionKey.id).toBe('k1');
+  });
+
+  it('validates API keys and encryption keys', () => {
+    expect(problemsOf({ API_KEYS: 'acme:short' })).toEqual([expect.stringMatching(/^API_KEYS: .*16 characters/)]);
+    expect(problemsOf({ API_KEYS: 'no-colon' })).toEqual([expect.stringMatching(/^API_KEYS: /)]);
+    expect(problemsOf({ IDEMPOTENCY_ENCRYPTION_KEY: 'c2hvcnQ=' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_ENCRYPTION_KEY: .*32 bytes/)]);
+  });
+
+  it('keeps retired decryption keys after the current one', () => {
+    const old = Buffer.alloc(32, 1).toString('base64');
+    const config = loadConfiguration({ IDEMPOTENCY_ENCRYPTION_KEY: `k2:${key}`, IDEMPOTENCY_DECRYPTION_KEYS: `k1:${old}` });
+    expect(config.idempotency.decryptionKeys.map((k) => k.id)).toEqual(['k2', 'k1']);
+  });
+
+  it('needs FAULT_INJECTION for FAULT_CRASH_AT', () => {
+    expect(problemsOf({ FAULT_CRASH_AT: 'after-claim' })).toEqual([expect.stringMatching(/^FAULT_CRASH_AT: /)]);
+    expect(problemsOf({ FAULT_CRASH_AT: 'nowhere', FAULT_INJECTION: 'true' })).toEqual([expect.stringMatching(/^FAULT_CRASH_AT: /)]);
+  });
+});

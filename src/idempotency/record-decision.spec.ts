@@ -1,0 +1,66 @@
+import { describe, expect, it } from '@jest/globals';
+import type { IdempotencyRecord } from './idempotency-record.js';
+import { decide } from './record-decision.js';
+
+const now = new Date('2026-06-01T12:00:00Z');
+const later = (ms: number) => new Date(now.getTime() + ms);
+const fingerprint = { algorithm: 'sha256-cjson-v1', value: 'aaa' };
+const sealed = { keyId: 'k1', iv: Buffer.alloc(12), tag: Buffer.alloc(16), data: Buffer.alloc(1) };
+
+function record(overrides: Partial<IdempotencyRecord>): IdempotencyRecord {
+  return {
+    _id: 'acme:svc:orders.create:v1:k',
+    tenant: 'acme',
+    operation: 'orders.create',
+    status: 'pending',
+    fingerprint,
+    schemaVersion: 1,
+    attempt: 1,
+    lease: { owner: 'w1', lockedAt: now, expiresAt: later(30_000) },
+    recoveryPoint: null,
+    subject: null,
+    response: null,
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: later(86_400_000),
+    purgeAt: null,
+    ...overrides,
+  };
+}
+
+const stored = { status: 201, headers: {}, body: sealed, schemaVersion: 1 };
+
+describe('decide (what to do with a record found under the key)', () => {
+  it.each([
+    ['complete -> replay', record({ status: 'complete', lease: null, response: stored }), 'replay'],
+    ['failed with a stored response (declined) -> replay', record({ status: 'failed', lease: null, response: { ...stored, status: 402 } }), 'replay'],
+    ['failed without a response (abandoned) -> restart', record({ status: 'failed', lease: null }), 'restart'],
+    ['pending with a live lease -> in_flight', record({}), 'in_flight'],
+    ['pending with an expired lease -> take_over', record({ lease: { owner: 'w1', lockedAt: now, expiresAt: later(-1) } }), 'take_over'],
+    ['pending, lease expiring exactly now -> take_over', record({ lease: { owner: 'w1', lockedAt: now, expiresAt: now } }), 'take_over'],
+  ])('%s', (_, found, expected) => {
+    expect(decide(found, fingerprint, now)).toBe(expected);
+  });
+
+  it('refuses another body under the same key (mismatch) before anything else', () => {
+    const other = { ...fingerprint, value: 'bbb' };
+    expect(decide(record({ status: 'complete', response: stored, lease: null }), other, now)).toBe('mismatch');
+    expect(decide(record({}), other, now)).toBe('mismatch');
+    expect(decide(record({ status: 'failed', lease: null }), other, now)).toBe('mismatch');
+  });
+
+  it('treats a finished record past its retention as absent, whatever the body', () => {
+    const expired = record({ status: 'complete', response: stored, lease: null, expiresAt: later(-1) });
+    expect(decide(expired, fingerprint, now)).toBe('replace_expired');
+    expect(decide(expired, { ...fingerprint, value: 'bbb' }, now)).toBe('replace_expired');
+  });
+
+  it('never replaces unfinished work, even past its retention (it may hold a charge)', () => {
+    const stale = record({ expiresAt: later(-1), lease: { owner: 'w1', lockedAt: now, expiresAt: later(-1) } });
+    expect(decide(stale, fingerprint, now)).toBe('take_over');
+  });
+
+  it('compares the fingerprint algorithm too', () => {
+    expect(decide(record({}), { algorithm: 'sha256-cjson-v2', value: 'aaa' }, now)).toBe('mismatch');
+  });
+});

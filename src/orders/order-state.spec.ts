@@ -1,0 +1,51 @@
+import { describe, expect, it } from '@jest/globals';
+import { assertTransition, canTransition, isFinal, ORDER_STATES, type OrderState } from './order-state.js';
+import { MAX_ORDER_AMOUNT_MINOR, orderAmountMinor } from './order-amount.js';
+import { AmountOutOfRangeError } from './orders.errors.js';
+
+const ALLOWED: [OrderState, OrderState][] = [
+  ['pending', 'charged'],
+  ['pending', 'failed'],
+  ['charged', 'saved'],
+];
+
+describe('order state machine', () => {
+  const pairs = ORDER_STATES.flatMap((from) => ORDER_STATES.map((to) => [from, to] as [OrderState, OrderState]));
+
+  it.each(pairs)('%s -> %s is allowed only if it is in the table', (from, to) => {
+    const allowed = ALLOWED.some(([a, b]) => a === from && b === to);
+    expect(canTransition(from, to)).toBe(allowed);
+    if (allowed) expect(() => assertTransition(from, to)).not.toThrow();
+    else expect(() => assertTransition(from, to)).toThrow(/cannot move/);
+  });
+
+  it('never fails an order the provider charged', () => {
+    expect(canTransition('charged', 'failed')).toBe(false);
+  });
+
+  it('has saved and failed as its only final states', () => {
+    expect(ORDER_STATES.filter(isFinal)).toEqual(['saved', 'failed']);
+  });
+});
+
+describe('orderAmountMinor', () => {
+  it('sums quantity x unit price in integer minor units', () => {
+    expect(orderAmountMinor([{ quantity: 2, unitPriceMinor: 1250 }, { quantity: 1, unitPriceMinor: 1 }])).toBe(2501);
+    expect(orderAmountMinor([{ quantity: 3, unitPriceMinor: 0 }])).toBe(0);
+  });
+
+  it('accepts exactly the limit and refuses one more', () => {
+    expect(orderAmountMinor([{ quantity: 1, unitPriceMinor: MAX_ORDER_AMOUNT_MINOR }])).toBe(MAX_ORDER_AMOUNT_MINOR);
+    expect(() => orderAmountMinor([{ quantity: 1, unitPriceMinor: MAX_ORDER_AMOUNT_MINOR + 1 }])).toThrow(AmountOutOfRangeError);
+  });
+
+  it('does not overflow where floating point would silently round', () => {
+    // 10_000 x 100_000_000_000 = 10^15 per line; 100 lines = 10^17, past 2^53.
+    const items = Array.from({ length: 100 }, () => ({ quantity: 10_000, unitPriceMinor: 100_000_000_000 }));
+    expect(() => orderAmountMinor(items)).toThrow(AmountOutOfRangeError);
+  });
+
+  it('refuses non-integers', () => {
+    expect(() => orderAmountMinor([{ quantity: 1.5, unitPriceMinor: 100 }])).toThrow(AmountOutOfRangeError);
+  });
+});
