@@ -44,7 +44,7 @@ export class CreateOrderDto {
   customerId: string;
 
   @ApiProperty({ example: 'USD', description: 'ISO 4217 currency code' })
-  @IsString() @IsISO4217CurrencyCode()
+  @IsString() @Matches(/^[A-Z]{3}$/, { message: 'currency must be three upper-case letters' }) @IsISO4217CurrencyCode()
   currency: string;
 
   @ApiProperty({ type: [OrderItemDto], minItems: 1, maxItems: 100 })
