@@ -10,6 +10,7 @@ const common = {
 };
 
 module.exports = {
+  testTimeout: 60000,
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [
@@ -18,7 +19,6 @@ module.exports = {
       ...common,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/src/**/*.int-spec.ts'],
-      testTimeout: 60000,
     },
   ],
 };

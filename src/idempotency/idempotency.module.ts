@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
+import { IdempotencyReaper } from './idempotency-reaper.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
@@ -10,7 +11,7 @@ import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/ide
  */
 @Module({
   imports: [MongooseModule.forFeature([{ name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema }])],
-  providers: [IdempotencyRecordRepository, IdempotencyService],
-  exports: [IdempotencyService],
+  providers: [IdempotencyRecordRepository, IdempotencyService, IdempotencyReaper],
+  exports: [IdempotencyService, IdempotencyReaper],
 })
 export class IdempotencyModule {}

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import type { ClientSession } from 'mongoose';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { Clock } from '../common/clock.js';
@@ -11,6 +10,7 @@ import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
 import { DuplicateClaimError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, LeaseLostError } from './idempotency.errors.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease, RecordLease } from './idempotency-record.js';
 import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
+import { newLease } from './lease.js';
 import { decide } from './record-decision.js';
 import { ResponseCipher } from './response-cipher.js';
 import { retryAfterSeconds } from './retry-after.js';
@@ -213,7 +213,7 @@ export class IdempotencyService {
       const response = await work.resume(lease);
       return { response, replayed: false, keyExpiresAt: lease.keyExpiresAt };
     } catch (error) {
-      if (error instanceof LeaseLostError) {
+      if (error instanceof LeaseLostError || this.lostRace(error, request.operation)) {
         // Someone took over while we worked; our writes changed nothing. Report what they did.
         this.logger.warn(`Lease lost on ${request.operation}; re-reading the record`);
         return null;
@@ -258,9 +258,8 @@ export class IdempotencyService {
     };
   }
 
-  private newLease(owner: string = randomUUID()): RecordLease {
-    const now = this.clock.now();
-    return { owner, lockedAt: now, expiresAt: new Date(now.getTime() + this.config.lockTimeoutMs) };
+  private newLease(owner?: string): RecordLease {
+    return newLease(this.clock.now(), this.config.lockTimeoutMs, owner);
   }
 
   private seal(lease: Lease, response: IdempotentResponse) {

@@ -72,7 +72,7 @@ export class MetricsService {
 
   readonly reaperRecords = new Counter({
     name: 'reaper_records_total',
-    help: 'Records the reaper handled, by decision (completed, abandoned, lost_lease, error)',
+    help: 'Records the reaper handled, by decision (completed, abandoned, lost_lease, error, skipped)',
     labelNames: ['decision'] as const,
     registers: [this.registry],
   });

@@ -4,6 +4,7 @@ import { FaultInjector } from '../common/fault-injector.js';
 import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import type { IdempotentResponse, Lease } from '../idempotency/idempotency-record.js';
+import { LeaseLostError } from '../idempotency/idempotency.errors.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
@@ -33,8 +34,10 @@ export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned' } as 
  * request, by a retry that takes over, and by the reaper:
  *   pending -> charge (between transactions) -> T1: payment + charged + checkpoint
  *   charged -> T2: journal + outbox + saved + record complete
- * Every transaction also writes the idempotency record under our lease, so a
- * worker that lost the lease commits nothing.
+ * Fence first: the first write of every transaction is the compare-and-set
+ * on our lease, so a worker that lost the lease aborts before touching
+ * anything, and the unique backstops (payment, journal, event) only ever
+ * fire on a real bug.
  */
 @Injectable()
 export class OrderWorkflow {
@@ -60,26 +63,27 @@ export class OrderWorkflow {
   }
 
   private async settlePayment(order: Order, lease: Lease, mode: AdvanceMode): Promise<Order> {
-    const outcome = await this.chargeOrLookUp(order, mode);
+    const outcome = await this.chargeOrReconcile(order, lease, mode);
     if (outcome.kind === 'none') return this.fail(order, lease, FAILURE.abandoned);
     if (outcome.kind === 'declined') return this.fail(order, lease, FAILURE.declined);
     this.faults.crashIf('after-charge');
     const now = this.clock.now();
     const charged = await this.transactions.run(async (session) => {
+      await this.idempotency.checkpoint(session, lease, 'charged');
       const payment = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
       await this.orders.markCharged(session, order, payment._id, now);
-      await this.idempotency.checkpoint(session, lease, 'charged');
       return { ...order, state: 'charged' as const, paymentId: payment._id, stateHistory: { ...order.stateHistory, charged: now } };
     });
     this.faults.crashIf('after-charged');
     return charged;
   }
 
-  private async chargeOrLookUp(order: Order, mode: AdvanceMode): Promise<ChargeOutcome> {
+  private async chargeOrReconcile(order: Order, lease: Lease, mode: AdvanceMode): Promise<ChargeOutcome> {
     const chargeKey = chargeKeyFor(order._id);
     if (mode === 'reconcile') {
-      const charge = await this.gateway.findCharge(chargeKey);
-      return charge ? { kind: 'charged', charge } : { kind: 'none' };
+      // Cancel rather than just look: a slow worker still holding this key can then never charge it.
+      const found = await this.gateway.chargeOrCancel(chargeKey);
+      return found.outcome === 'charged' ? { kind: 'charged', charge: found.charge } : { kind: 'none' };
     }
     if (!order.paymentToken) throw new Error(`Order ${order._id} is pending without a payment token`);
     const result = await this.gateway.charge({
@@ -89,6 +93,8 @@ export class OrderWorkflow {
       paymentToken: order.paymentToken,
       reference: order._id,
     });
+    // Canceled: the reaper took this attempt over and abandoned it while we waited on the provider.
+    if (result.outcome === 'canceled') throw new LeaseLostError(lease.recordId);
     return result.outcome === 'succeeded' ? { kind: 'charged', charge: result.charge } : { kind: 'declined' };
   }
 
@@ -96,6 +102,7 @@ export class OrderWorkflow {
     const now = this.clock.now();
     const saved: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
     await this.transactions.run(async (session) => {
+      await this.idempotency.complete(session, lease, 'saved', responseFor(saved));
       await this.ledger.post(
         {
           tenant: order.tenant,
@@ -113,7 +120,6 @@ export class OrderWorkflow {
         now,
       );
       await this.orders.markSaved(session, order, now);
-      await this.idempotency.complete(session, lease, 'saved', responseFor(saved));
     });
     return saved;
   }
@@ -123,9 +129,8 @@ export class OrderWorkflow {
     const now = this.clock.now();
     const failed: Order = { ...order, state: 'failed', failureReason: reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
     await this.transactions.run(async (session) => {
+      await this.idempotency.fail(session, lease, 'failed', reason === FAILURE.declined ? responseFor(failed) : null);
       await this.orders.markFailed(session, order, reason, now);
-      const response = reason === FAILURE.declined ? responseFor(failed) : null;
-      await this.idempotency.fail(session, lease, 'failed', response);
     });
     return failed;
   }

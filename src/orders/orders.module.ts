@@ -1,5 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Module, type OnModuleInit } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
+import { IdempotencyReaper } from '../idempotency/idempotency-reaper.js';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
@@ -7,7 +8,7 @@ import { PaymentsModule } from '../payments/payments.module.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { OrderRepository } from './order.repository.js';
 import { OrdersController } from './orders.controller.js';
-import { OrdersService } from './orders.service.js';
+import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 
 @Module({
@@ -20,6 +21,18 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
   ],
   controllers: [OrdersController],
   providers: [OrderRepository, OrderWorkflow, OrdersService],
-  exports: [OrderWorkflow],
 })
-export class OrdersModule {}
+export class OrdersModule implements OnModuleInit {
+  constructor(
+    private readonly reaper: IdempotencyReaper,
+    private readonly workflow: OrderWorkflow,
+  ) {}
+
+  /** Plugs the order state machine into the reaper: stale orders are reconciled with the provider, never charged. */
+  onModuleInit(): void {
+    this.reaper.register(CREATE_ORDER_OPERATION, async (lease) => {
+      const order = await this.workflow.advance(lease, 'reconcile');
+      return order.state === 'saved' ? 'completed' : 'abandoned';
+    });
+  }
+}

@@ -17,7 +17,13 @@ export interface Charge {
   createdAt: Date;
 }
 
-export type ChargeResult = { outcome: 'succeeded'; charge: Charge } | { outcome: 'declined'; reason: string };
+export type ChargeResult =
+  | { outcome: 'succeeded'; charge: Charge }
+  | { outcome: 'declined'; reason: string }
+  /** The charge key was canceled by reconciliation: this attempt was abandoned and must not charge. */
+  | { outcome: 'canceled' };
+
+export type ReconcileResult = { outcome: 'charged'; charge: Charge } | { outcome: 'canceled' };
 
 /** Transient: nothing was charged, or we cannot know; never stored, the client retries. */
 export class PaymentProviderUnavailableError extends DomainError {
@@ -30,9 +36,15 @@ export class PaymentProviderUnavailableError extends DomainError {
 
 /**
  * The port to a payment provider. Implementations must deduplicate on
- * `chargeKey` and be able to look a charge up by it (reconciliation).
+ * `chargeKey`, look a charge up by it, and cancel an unused key (reconciliation).
  */
 export abstract class PaymentGateway {
   abstract charge(request: ChargeRequest): Promise<ChargeResult>;
   abstract findCharge(chargeKey: string): Promise<Charge | null>;
+  /**
+   * For the reaper: the charge made under this key if there is one, otherwise
+   * cancel the key atomically so that a slow worker still holding it can
+   * never charge afterwards (like canceling a payment intent).
+   */
+  abstract chargeOrCancel(chargeKey: string): Promise<ReconcileResult>;
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import { randomUUID } from 'node:crypto';
 import type { Collection } from 'mongodb';
@@ -12,6 +12,7 @@ import {
   type Charge,
   type ChargeRequest,
   type ChargeResult,
+  type ReconcileResult,
 } from './payment-gateway.port.js';
 
 /** Test tokens, like a provider's test cards. */
@@ -21,18 +22,24 @@ export const TEST_TOKENS = {
   unavailable: 'tok_provider_down',
 } as const;
 
-interface ChargeDoc extends Omit<Charge, 'chargeKey'> {
+/** One document per charge key: a charge, or the tombstone of a canceled key. */
+interface ChargeDoc {
   _id: string;
+  status: 'succeeded' | 'canceled';
+  id: string;
+  amountMinor: number;
+  currency: string;
+  createdAt: Date;
 }
 
 /**
  * Stands in for an external provider: its charges live in their own
  * database and are written outside our transactions (its side effect commits
  * on its own), and it deduplicates on the charge key like Stripe's
- * Idempotency-Key.
+ * Idempotency-Key. Latency comes from PAYMENT_SIMULATOR_LATENCY_MS.
  */
 @Injectable()
-export class SimulatedPaymentGateway extends PaymentGateway implements OnModuleInit {
+export class SimulatedPaymentGateway extends PaymentGateway {
   private readonly charges: Collection<ChargeDoc>;
 
   constructor(
@@ -42,10 +49,6 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnModuleI
   ) {
     super();
     this.charges = connection.useDb(config.simulatorDbName, { useCache: true }).collection<ChargeDoc>('charges');
-  }
-
-  async onModuleInit(): Promise<void> {
-    await this.charges.createIndex({ createdAt: 1 });
   }
 
   async charge(request: ChargeRequest): Promise<ChargeResult> {
@@ -58,30 +61,52 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnModuleI
       this.metrics.paymentCharges.inc({ result: 'declined' });
       return { outcome: 'declined', reason: 'card_declined' };
     }
-    const doc: ChargeDoc = {
+    // First writer wins per key: a repeated call returns the first charge, a canceled key stays canceled.
+    const stored = await this.insertOrGet({
       _id: request.chargeKey,
+      status: 'succeeded',
       id: `ch_${randomUUID().replace(/-/g, '')}`,
       amountMinor: request.amountMinor,
       currency: request.currency,
       createdAt: new Date(),
-    };
-    try {
-      await this.charges.insertOne(doc, { writeConcern: { w: 'majority', j: true } });
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
-    }
-    // Deduplicated: a second call with the same key returns the first charge.
-    const charge = await this.findCharge(request.chargeKey);
-    if (!charge) throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
+    });
+    if (stored.status === 'canceled') return { outcome: 'canceled' };
     this.metrics.paymentCharges.inc({ result: 'succeeded' });
-    return { outcome: 'succeeded', charge };
+    return { outcome: 'succeeded', charge: toCharge(stored) };
   }
 
   async findCharge(chargeKey: string): Promise<Charge | null> {
-    const doc = await this.charges.findOne({ _id: chargeKey });
-    if (!doc) return null;
-    return { id: doc.id, chargeKey: doc._id, amountMinor: doc.amountMinor, currency: doc.currency, createdAt: doc.createdAt };
+    const doc = await this.charges.findOne({ _id: chargeKey, status: 'succeeded' });
+    return doc ? toCharge(doc) : null;
   }
+
+  async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
+    const stored = await this.insertOrGet({
+      _id: chargeKey,
+      status: 'canceled',
+      id: `cx_${randomUUID().replace(/-/g, '')}`,
+      amountMinor: 0,
+      currency: 'XXX',
+      createdAt: new Date(),
+    });
+    return stored.status === 'succeeded' ? { outcome: 'charged', charge: toCharge(stored) } : { outcome: 'canceled' };
+  }
+
+  private async insertOrGet(doc: ChargeDoc): Promise<ChargeDoc> {
+    try {
+      await this.charges.insertOne(doc, { writeConcern: { w: 'majority', j: true } });
+      return doc;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
+    }
+    const existing = await this.charges.findOne({ _id: doc._id });
+    if (!existing) throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
+    return existing;
+  }
+}
+
+function toCharge(doc: ChargeDoc): Charge {
+  return { id: doc.id, chargeKey: doc._id, amountMinor: doc.amountMinor, currency: doc.currency, createdAt: doc.createdAt };
 }
 
 const sleep = (ms: number) => (ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve());

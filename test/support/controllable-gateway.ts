@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { FaultPoint } from '../../src/config/configuration.js';
 import { PaymentProviderUnavailableError, type ChargeRequest, type ChargeResult } from '../../src/payments/payment-gateway.port.js';
 import { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
 
@@ -18,7 +19,14 @@ export class ControllableGateway extends SimulatedPaymentGateway {
   calls = 0;
   private outages = 0;
   private crashes = 0;
-  private latch: { reached: () => void; release: Promise<void> } | null = null;
+  private latch: { phase: 'before' | 'after'; reached: () => void; release: Promise<void> } | null = null;
+
+  reset(): void {
+    this.calls = 0;
+    this.outages = 0;
+    this.crashes = 0;
+    this.latch = null;
+  }
 
   failNext(count: number): void {
     this.outages = count;
@@ -28,32 +36,61 @@ export class ControllableGateway extends SimulatedPaymentGateway {
     this.crashes = 1;
   }
 
-  /** The next charge call waits; `reached` resolves when it is waiting, `release()` lets it go on. */
-  holdNextCharge(): { reached: Promise<void>; release: () => void } {
+  /**
+   * The next charge call waits, before calling the provider or after the
+   * provider charged; `reached` resolves when it is waiting, `release()` lets it go on.
+   */
+  holdNextCharge(phase: 'before' | 'after' = 'before'): { reached: Promise<void>; release: () => void } {
     let release!: () => void;
     let reached!: () => void;
     const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
-    this.latch = { reached, release: new Promise<void>((resolve) => (release = resolve)) };
+    this.latch = { phase, reached, release: new Promise<void>((resolve) => (release = resolve)) };
     return { reached: reachedPromise, release };
   }
 
   override async charge(request: ChargeRequest): Promise<ChargeResult> {
     this.calls++;
-    if (this.latch) {
-      const latch = this.latch;
-      this.latch = null;
-      latch.reached();
-      await latch.release;
-    }
+    if (this.latch?.phase === 'before') await this.wait();
     if (this.outages > 0) {
       this.outages--;
       throw new PaymentProviderUnavailableError(1);
     }
     const result = await super.charge(request);
+    if (this.latch?.phase === 'after') await this.wait();
     if (this.crashes > 0) {
       this.crashes--;
       throw new SimulatedCrash();
     }
     return result;
+  }
+
+  private async wait(): Promise<void> {
+    const latch = this.latch!;
+    this.latch = null;
+    latch.reached();
+    await latch.release;
+  }
+}
+
+/**
+ * In-process stand-in for FAULT_CRASH_AT: instead of SIGKILL it throws at
+ * the armed point once, leaving the database exactly as a crash there would
+ * (the real-process version is exercised by the chaos tests).
+ */
+export class ThrowingFaultInjector {
+  private armed: string | null = null;
+
+  crashOnceAt(point: FaultPoint): void {
+    this.armed = point;
+  }
+
+  reset(): void {
+    this.armed = null;
+  }
+
+  crashIf(point: FaultPoint): void {
+    if (this.armed !== point) return;
+    this.armed = null;
+    throw new SimulatedCrash();
   }
 }

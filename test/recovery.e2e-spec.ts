@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
+import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
+import { FaultInjector } from '../src/common/fault-injector.js';
+import { ControllableGateway, ThrowingFaultInjector } from './support/controllable-gateway.js';
+import { findViolations } from './support/invariants.js';
+import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+
+const LEASE_MS = 1000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('recovery: reaper and lease fencing', () => {
+  let t: TestApp;
+  let gateway: ControllableGateway;
+  let reaper: IdempotencyReaper;
+  const faults = new ThrowingFaultInjector();
+
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'test_recovery',
+      env: { IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS) },
+      override: (builder) =>
+        builder.overrideProvider(PaymentGateway).useClass(ControllableGateway).overrideProvider(FaultInjector).useValue(faults),
+    });
+    gateway = t.app.get(PaymentGateway) as ControllableGateway;
+    reaper = t.app.get(IdempotencyReaper);
+  });
+  beforeEach(async () => {
+    await t.reset();
+    gateway.reset();
+    faults.reset();
+  });
+  afterAll(async () => t.close());
+
+  const post = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
+  const expireLeases = () =>
+    t.db.collection('idempotency_records').updateMany({ status: 'pending' }, { $set: { 'lease.expiresAt': new Date(Date.now() - 1) } });
+
+  it('completes a stale attempt the provider charged: order saved, replayed to the client later', async () => {
+    gateway.crashAfterNextCharge();
+    await post('k-reap-charged').expect(500);
+    await expireLeases();
+    const run = await reaper.runOnce();
+    expect(run).toMatchObject({ examined: 1, completed: 1, abandoned: 0 });
+    const order = await t.db.collection('orders').findOne({});
+    expect(order).toMatchObject({ state: 'saved' });
+    const replay = await post('k-reap-charged').expect(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.id).toBe(order!._id);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [order!._id as unknown as string], requireSettled: true })).toEqual([]);
+  });
+
+  it('abandons a stale attempt with no charge: order failed (abandoned), record failed without response, key canceled', async () => {
+    gateway.failNext(1);
+    await post('k-reap-nothing').expect(503);
+    const run = await reaper.runOnce();
+    expect(run).toMatchObject({ examined: 1, completed: 0, abandoned: 1 });
+    expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'failed', failureReason: 'abandoned' });
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'failed', response: null });
+    expect(await t.simulatorDb.collection('charges').findOne({})).toMatchObject({ status: 'canceled' });
+
+    // A later retry with the same key is a new attempt with a new order.
+    const retry = await post('k-reap-nothing').expect(201);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 2 });
+    expect(await t.db.collection('orders').countDocuments()).toBe(2);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [retry.body.id], requireSettled: true })).toEqual([]);
+  });
+
+  it('finishes a charged order whose save phase never ran (crash after T1)', async () => {
+    faults.crashOnceAt('after-charged');
+    await post('k-reap-t1').expect(500);
+    expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'charged' });
+    await expireLeases();
+    expect((await reaper.runOnce()).completed).toBe(1);
+    expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'saved' });
+    expect(gateway.calls).toBe(1);
+    expect(await findViolations({ ...t, requireSettled: true })).toEqual([]);
+  });
+
+  it('phases driven one by one: a retry after each crash point finishes the order without a second charge', async () => {
+    for (const point of ['after-claim', 'after-charge', 'after-charged'] as const) {
+      await t.reset();
+      gateway.reset();
+      faults.crashOnceAt(point);
+      await post(`k-phase-${point}`).expect(500);
+      await expireLeases();
+      const retry = await post(`k-phase-${point}`).expect(201);
+      expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(1);
+      expect(await findViolations({ ...t, acknowledgedOrderIds: [retry.body.id], requireSettled: true })).toEqual([]);
+    }
+  });
+
+  it('leaves live leases alone and never takes a record twice', async () => {
+    const hold = gateway.holdNextCharge('before');
+    const first = post('k-live').then((r) => r);
+    await hold.reached;
+    expect((await reaper.runOnce()).examined).toBe(0);
+    hold.release();
+    expect((await first).status).toBe(201);
+    expect((await reaper.runOnce()).examined).toBe(0);
+  });
+
+  it('fencing: a worker paused past its lease after charging commits nothing; the client gets the reaper\'s result', async () => {
+    const hold = gateway.holdNextCharge('after');
+    const paused = post('k-fence-after').then((r) => r);
+    await hold.reached;
+    await sleep(LEASE_MS + 50);
+    expect((await reaper.runOnce()).completed).toBe(1);
+    const journalsBefore = await t.db.collection('ledger_entries').countDocuments();
+
+    hold.release();
+    const res = await paused;
+    expect(res.status).toBe(201);
+    expect(res.headers['idempotent-replayed']).toBe('true');
+    expect(await t.db.collection('ledger_entries').countDocuments()).toBe(journalsBefore);
+    expect(await t.db.collection('payments').countDocuments()).toBe(1);
+    expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [res.body.id], requireSettled: true })).toEqual([]);
+  });
+
+  it('fencing: a worker paused before charging cannot charge a key the reaper canceled', async () => {
+    const hold = gateway.holdNextCharge('before');
+    const paused = post('k-fence-before').then((r) => r);
+    await hold.reached;
+    await sleep(LEASE_MS + 50);
+    expect((await reaper.runOnce()).abandoned).toBe(1);
+    const abandoned = await t.db.collection('orders').findOne({});
+
+    hold.release();
+    const res = await paused;
+    // The paused request found its attempt abandoned and ran the next attempt: one charge, on the new order.
+    expect(res.status).toBe(201);
+    expect(res.body.id).not.toBe(abandoned!._id);
+    expect(await t.db.collection('orders').findOne({ _id: abandoned!._id })).toMatchObject({ state: 'failed', failureReason: 'abandoned' });
+    expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [res.body.id], requireSettled: true })).toEqual([]);
+  });
+
+  it('counts reaper runs and decisions in metrics', async () => {
+    gateway.failNext(1);
+    await post('k-metrics').expect(503);
+    await reaper.runOnce();
+    const metrics = (await t.http().get('/metrics').expect(200)).text;
+    expect(metrics).toMatch(/reaper_runs_total \d+/);
+    expect(metrics).toMatch(/reaper_records_total\{decision="abandoned"\} [1-9]/);
+    expect(metrics).toMatch(/idempotency_oldest_pending_age_seconds 0/);
+  });
+});
