@@ -1,10 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import type { ClientSession } from 'mongoose';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { Clock } from '../common/clock.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { isWriteConflict } from '../database/mongo-errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { deriveClaimId } from './claim-id.js';
 import { fingerprintRequest, type Fingerprint } from './fingerprint.js';
 import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
 import { DuplicateClaimError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, LeaseLostError } from './idempotency.errors.js';
@@ -86,6 +88,7 @@ export class IdempotencyService {
   }
 
   async execute(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
+    if (this.app.benchDisableIdempotency) return this.executeUnguarded(request, work);
     const recordId = this.recordIdFor(request);
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const lease = await this.claimFresh(recordId, request, work);
@@ -98,11 +101,13 @@ export class IdempotencyService {
 
   /** Inside the consumer's transaction: progress is saved only while we still own the lease. */
   async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string): Promise<void> {
+    if (this.app.benchDisableIdempotency) return;
     await this.metrics.timeStore('checkpoint', () => this.records.checkpoint(session, lease, recoveryPoint, this.newLease(lease.owner)));
   }
 
   /** Inside the consumer's final transaction: the response every retry will get. */
   async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
+    if (this.app.benchDisableIdempotency) return;
     await this.metrics.timeStore('complete', () =>
       this.records.finish(session, lease, 'complete', recoveryPoint, this.seal(lease, response), this.clock.now()),
     );
@@ -110,8 +115,30 @@ export class IdempotencyService {
 
   /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
   async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
+    if (this.app.benchDisableIdempotency) return;
     const sealed = response ? this.seal(lease, response) : null;
     await this.metrics.timeStore('fail', () => this.records.finish(session, lease, 'failed', recoveryPoint, sealed, this.clock.now()));
+  }
+
+  /**
+   * BENCH_DISABLE_IDEMPOTENCY (refused in production): the same business work
+   * with no record at all - no claim, no replay, no fencing. It exists only so
+   * the benchmark can measure what the idempotency layer costs.
+   */
+  private async executeUnguarded(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
+    const now = this.clock.now();
+    const lease: Lease = {
+      recordId: this.recordIdFor(request),
+      owner: 'unguarded',
+      attempt: 1,
+      claimId: deriveClaimId(randomUUID(), now, 1),
+      schemaVersion: request.schemaVersion,
+      leaseExpiresAt: now,
+      keyExpiresAt: now,
+      recoveryPoint: null,
+    };
+    await this.transactions.run((session) => work.begin(session, lease));
+    return { response: await work.resume(lease), replayed: false, keyExpiresAt: now };
   }
 
   private async claimFresh(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<Lease | null> {
