@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { Collection } from 'mongodb';
+import { itRealMongo } from '../../test/support/backend.js';
+import { startApp, type TestApp } from '../../test/support/test-app.js';
+import { TransactionRunner } from './transaction.runner.js';
+
+/** A MongoServerError look-alike carrying a label, as the driver raises them. */
+function labelled(label: string): Error {
+  return Object.assign(new Error(`simulated ${label}`), { hasErrorLabel: (name: string) => name === label });
+}
+
+describe('TransactionRunner (integration, on the run\'s replica set)', () => {
+  let t: TestApp;
+  let runner: TransactionRunner;
+  let things: Collection<{ _id: string; n?: number }>;
+
+  beforeAll(async () => {
+    t = await startApp({ dbName: 'test_transactions', env: { TRANSACTION_MAX_RETRY_MS: '300' } });
+    runner = t.app.get(TransactionRunner);
+    things = t.db.collection('things');
+  });
+  beforeEach(async () => {
+    await things.deleteMany({});
+  });
+  afterAll(async () => t.close());
+
+  it('commits every write made with the session', async () => {
+    const result = await runner.run(async (session) => {
+      await things.insertOne({ _id: 'a' }, { session });
+      await things.insertOne({ _id: 'b' }, { session });
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(await things.countDocuments()).toBe(2);
+  });
+
+  it('rolls back every write when the work throws, and surfaces the very same error', async () => {
+    const failure = new Error('business rule broken');
+    await expect(
+      runner.run(async (session) => {
+        await things.insertOne({ _id: 'a' }, { session });
+        await things.updateOne({ _id: 'a' }, { $set: { n: 1 } }, { session });
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await things.countDocuments()).toBe(0);
+  });
+
+  it('a write without the session is not part of the transaction: it survives the abort (so never do it)', async () => {
+    await expect(
+      runner.run(async (session) => {
+        await things.insertOne({ _id: 'inside' }, { session });
+        await things.insertOne({ _id: 'outside' });
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    expect(await things.find().map((doc) => doc._id).toArray()).toEqual(['outside']);
+  });
+
+  it('rolls back on a duplicate key inside the transaction', async () => {
+    await things.insertOne({ _id: 'taken' });
+    await expect(
+      runner.run(async (session) => {
+        await things.insertOne({ _id: 'new' }, { session });
+        await things.insertOne({ _id: 'taken' }, { session });
+      }),
+    ).rejects.toMatchObject({ code: 11000 });
+    expect(await things.countDocuments({ _id: 'new' })).toBe(0);
+  });
+
+  it('retries TransientTransactionError from a fresh start, committing once', async () => {
+    let runs = 0;
+    await runner.run(async (session) => {
+      runs++;
+      await things.insertOne({ _id: `run-${runs}` }, { session });
+      if (runs < 3) throw labelled('TransientTransactionError');
+    });
+    expect(runs).toBe(3);
+    expect(await things.find().map((doc) => doc._id).toArray()).toEqual(['run-3']);
+  });
+
+  it('gives up after TRANSACTION_MAX_RETRY_MS and surfaces the transient error', async () => {
+    const started = Date.now();
+    await expect(
+      runner.run(async () => {
+        throw labelled('TransientTransactionError');
+      }),
+    ).rejects.toThrow('simulated TransientTransactionError');
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('does not retry other errors', async () => {
+    let runs = 0;
+    await expect(
+      runner.run(async () => {
+        runs++;
+        throw labelled('SomethingElse');
+      }),
+    ).rejects.toThrow();
+    expect(runs).toBe(1);
+  });
+
+  itRealMongo(
+    'concurrent transactions on one document: the loser retries on the write conflict and no update is lost',
+    'needs real write-conflict detection between transactions; the emulator lets both commit (lost update)',
+    async () => {
+      await things.insertOne({ _id: 'counter', n: 0 });
+      await Promise.all(
+        Array.from({ length: 8 }, () =>
+          runner.run(async (session) => {
+            const doc = await things.findOne({ _id: 'counter' }, { session });
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            await things.updateOne({ _id: 'counter' }, { $set: { n: (doc!.n ?? 0) + 1 } }, { session });
+          }),
+        ),
+      );
+      expect((await things.findOne({ _id: 'counter' }))!.n).toBe(8);
+    },
+  );
+});
