@@ -2,12 +2,26 @@ import { ValidationPipe, VersioningType, type INestApplication } from '@nestjs/c
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
 /**
  * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
  * exercise exactly what production runs.
  */
+/** One counter and one histogram sample per response, labelled by route template (never the raw URL). */
+function countRequests(app: NestFastifyApplication): void {
+  const metrics = app.get(MetricsService);
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onResponse', async (request, reply) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
+      metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    });
+}
+
 export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
   return new FastifyAdapter({ bodyLimit: bodyLimitBytes, trustProxy: true, return503OnClosing: true });
 }
@@ -28,7 +42,8 @@ export async function configureApp(app: NestFastifyApplication): Promise<INestAp
   app.useGlobalFilters(new ProblemDetailsFilter());
   // JSON only: other bodies get 415 instead of reaching the validators as strings or forms.
   app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
-  app.enableShutdownHooks();
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  countRequests(app);
   setUpOpenApi(app);
   return app;
 }

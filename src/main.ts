@@ -32,8 +32,11 @@ async function bootstrap(): Promise<void> {
     abortOnError: false,
   });
   await configureApp(app);
-  // SIGTERM: Nest's shutdown hooks stop the schedulers and close Fastify (drains in-flight requests), then the pool.
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  // SIGTERM: Nest's shutdown hooks (configureApp) stop the schedulers, close Fastify - which stops
+  // accepting and drains in-flight requests - then close the pool. Past the grace period, exit anyway.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => setTimeout(() => process.exit(1), config.app.shutdownGraceMs).unref());
+  }
   // The embedded server is a child process: take it down with us, however we exit.
   if (backend) process.once('exit', () => void backend.stop());
   await app.listen(config.app.port, config.app.host);

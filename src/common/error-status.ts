@@ -10,6 +10,8 @@ export const ERROR_STATUS: Record<string, number> = {
   idempotency_key_reused: 422,
   idempotency_key_not_found: 404,
   idempotency_lease_active: 409,
+  response_erased: 410,
+  invalid_customer_id: 400,
   order_not_found: 404,
   invalid_cursor: 400,
   amount_out_of_range: 422,

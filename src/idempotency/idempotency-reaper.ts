@@ -28,6 +28,8 @@ export interface ReaperRun {
   skipped: number;
 }
 
+export type ReaperDecision = keyof Omit<ReaperRun, 'examined'>;
+
 const INTERVAL_NAME = 'idempotency-reaper';
 
 /**
@@ -93,7 +95,8 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
     return run;
   }
 
-  private async reap(record: IdempotencyRecord): Promise<keyof Omit<ReaperRun, 'examined'>> {
+  /** Reaps one stale record now (also the admin API's release); the lease CAS still decides who wins. */
+  async reap(record: IdempotencyRecord): Promise<ReaperDecision> {
     const reconcile = this.reconcilers.get(record.operation);
     if (!reconcile) {
       this.logger.warn({ msg: 'no reconciler for operation', operation: record.operation });

@@ -53,8 +53,9 @@ export class IdempotencyRecordRepository {
     return this.records.findById(recordId).lean<IdempotencyRecord>().exec();
   }
 
-  findForTenant(tenant: string, recordId: string): Promise<IdempotencyRecord | null> {
-    return this.records.findOne({ _id: recordId, tenant }).lean<IdempotencyRecord>().exec();
+  /** The tenant's records for one client key (any operation or schema version), without stored bodies. */
+  findByClientKey(tenant: string, clientKey: string): Promise<IdempotencyRecord[]> {
+    return this.records.find({ tenant, clientKey }, { 'response.body': 0 }).sort({ createdAt: 1 }).lean<IdempotencyRecord[]>().exec();
   }
 
   /** A finished, expired record is replaced whole by a new claim (compare-and-set on what we read). */
@@ -135,6 +136,16 @@ export class IdempotencyRecordRepository {
       { $set: { 'lease.expiresAt': now, updatedAt: now } },
     );
     return result.matchedCount === 1;
+  }
+
+  findForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
+    return this.records.find({ tenant, subject }).session(session).lean<IdempotencyRecord[]>().exec();
+  }
+
+  /** Erasure: the stored response is replaced and the record no longer names its subject. */
+  async redact(session: ClientSession, recordId: string, response: StoredResponseDoc | null, now: Date): Promise<void> {
+    const set = response ? { response, subject: null, updatedAt: now } : { subject: null, updatedAt: now };
+    await this.records.updateOne({ _id: recordId }, { $set: set }, { session });
   }
 
   /** Pending records whose lease ran out, oldest lease first: the reaper's work list. */

@@ -27,6 +27,8 @@ export interface IdempotencyRecord {
   _id: string;
   tenant: string;
   operation: string;
+  /** The key as the client sent it (also the tail of _id), for the tenant's admin look-ups. */
+  clientKey: string;
   status: RecordStatus;
   fingerprint: Fingerprint;
   /** Response schema version (also part of the scope key). */

@@ -52,3 +52,18 @@ export class DuplicateClaimError extends Error {
     this.name = 'DuplicateClaimError';
   }
 }
+
+export class IdempotencyKeyNotFoundError extends DomainError {
+  readonly code = 'idempotency_key_not_found';
+  constructor() {
+    super('No record for this Idempotency-Key in your account.');
+  }
+}
+
+export class IdempotencyLeaseActiveError extends DomainError {
+  readonly code = 'idempotency_lease_active';
+  constructor(retryAfterSeconds: number, detail = 'The record is held by a live request; only an expired lease can be released.') {
+    super(detail);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
+import { IdempotencyAdminService } from './idempotency-admin.service.js';
+import { IdempotencyKeysController } from './idempotency-keys.controller.js';
 import { IdempotencyReaper } from './idempotency-reaper.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
@@ -11,7 +13,8 @@ import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/ide
  */
 @Module({
   imports: [MongooseModule.forFeature([{ name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema }])],
-  providers: [IdempotencyRecordRepository, IdempotencyService, IdempotencyReaper],
+  controllers: [IdempotencyKeysController],
+  providers: [IdempotencyRecordRepository, IdempotencyService, IdempotencyReaper, IdempotencyAdminService],
   exports: [IdempotencyService, IdempotencyReaper],
 })
 export class IdempotencyModule {}

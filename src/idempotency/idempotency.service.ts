@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientSession } from 'mongoose';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { Clock } from '../common/clock.js';
+import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { isWriteConflict } from '../database/mongo-errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -118,6 +119,28 @@ export class IdempotencyService {
     if (this.app.benchDisableIdempotency) return;
     const sealed = response ? this.seal(lease, response) : null;
     await this.metrics.timeStore('fail', () => this.records.finish(session, lease, 'failed', recoveryPoint, sealed, this.clock.now()));
+  }
+
+  /**
+   * Erasure of a data subject, inside the caller's transaction: every stored
+   * response of theirs becomes a 410 `response_erased` (the record stays
+   * final, so a retry still never re-executes) and no record names them.
+   */
+  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
+    const now = this.clock.now();
+    const records = await this.records.findForSubject(session, tenant, subject);
+    for (const record of records) {
+      const erased = record.response
+        ? {
+            status: 410,
+            headers: { 'content-type': PROBLEM_CONTENT_TYPE },
+            body: this.cipher.seal(JSON.stringify(problem(410, 'response_erased', 'The original response was erased at the data subject\'s request; the operation was not repeated.')), record._id),
+            schemaVersion: record.schemaVersion,
+          }
+        : null;
+      await this.records.redact(session, record._id, erased, now);
+    }
+    return records.length;
   }
 
   /**
@@ -275,6 +298,7 @@ export class IdempotencyService {
       _id: recordId,
       tenant: request.tenant,
       operation: request.operation,
+      clientKey: request.clientKey,
       status: 'pending',
       fingerprint: request.fingerprint,
       schemaVersion: request.schemaVersion,

@@ -12,6 +12,7 @@ function record(overrides: Partial<IdempotencyRecord>): IdempotencyRecord {
     _id: 'acme:svc:orders.create:v1:k',
     tenant: 'acme',
     operation: 'orders.create',
+    clientKey: 'k',
     status: 'pending',
     fingerprint,
     schemaVersion: 1,

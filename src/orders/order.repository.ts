@@ -47,6 +47,12 @@ export class OrderRepository {
     return { orders: page, next: orders.length > limit && last ? { createdAt: last.createdAt, id: last._id } : null };
   }
 
+  /** Erasure: the customer id becomes a pseudonym; amounts and states stay for the books. */
+  async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string, now: Date): Promise<number> {
+    const result = await this.orders.updateMany({ tenant, customerId }, { $set: { customerId: pseudonym, updatedAt: now } }, { session });
+    return result.modifiedCount;
+  }
+
   markCharged(session: ClientSession, order: Order, paymentId: string, now: Date): Promise<void> {
     return this.transition(session, order, 'charged', now, { paymentId });
   }

@@ -21,6 +21,7 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
   ],
   controllers: [OrdersController],
   providers: [OrderRepository, OrderWorkflow, OrdersService],
+  exports: [OrdersService],
 })
 export class OrdersModule implements OnModuleInit {
   constructor(

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
 import type { IdempotencyKeyContext } from '../idempotency/idempotency-key.interceptor.js';
@@ -54,6 +55,10 @@ export class OrdersService {
   async ledgerFor(tenant: string, orderId: string) {
     const order = await this.get(tenant, orderId);
     return this.ledger.entriesForOrder(tenant, order._id);
+  }
+
+  eraseCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
+    return this.orders.pseudonymizeCustomer(session, tenant, customerId, pseudonym, this.clock.now());
   }
 
   private newOrder(tenant: string, dto: CreateOrderDto, amountMinor: number, lease: Lease): Order {

@@ -19,6 +19,15 @@ export class OutboxEventRepository {
     }
   }
 
+  async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
+    const result = await this.events.updateMany(
+      { tenant, 'payload.customerId': customerId },
+      { $set: { 'payload.customerId': pseudonym } },
+      { session },
+    );
+    return result.modifiedCount;
+  }
+
   findDue(now: Date, limit: number): Promise<OutboxEvent[]> {
     return this.events
       .find({ status: 'pending', availableAt: { $lte: now } })

@@ -14,6 +14,11 @@ export interface NewEvent {
 export class OutboxService {
   constructor(private readonly events: OutboxEventRepository) {}
 
+  /** Erasure: events not yet published (and the history of published ones) stop naming the customer. */
+  eraseCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
+    return this.events.pseudonymizeCustomer(session, tenant, customerId, pseudonym);
+  }
+
   /** Inside the caller's transaction: the event exists if and only if the change committed. */
   async enqueue(session: ClientSession, event: NewEvent, now: Date): Promise<void> {
     await this.events.insert(session, {

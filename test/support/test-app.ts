@@ -27,6 +27,8 @@ export interface TestAppOptions {
   dbName: string;
   env?: Record<string, string>;
   override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  /** Keep what the databases hold (a restart over the same data); default is to empty them. */
+  keepData?: boolean;
 }
 
 /** Boots the real AppModule through the production pipeline (configureApp) on the run's replica set. */
@@ -40,6 +42,9 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     API_KEYS: Object.entries(API_KEYS).map(([tenant, secret]) => `${tenant}:${secret}`).join(','),
     REAPER_ENABLED: 'false',
     OUTBOX_RELAY_INTERVAL_MS: '3600000',
+    // Rate limits get their own test; elsewhere they would only add noise.
+    RATE_LIMIT_PER_KEY_PER_MINUTE: '0',
+    RATE_LIMIT_PER_TENANT_PER_MINUTE: '0',
     ...options.env,
   };
   const saved = withEnv(env);
@@ -59,12 +64,12 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
   const db = connection.db as unknown as Db;
   const simulatorDb = connection.getClient().db(env.PAYMENT_SIMULATOR_DB_NAME) as unknown as Db;
   const reset = async () => {
-    for (const name of ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events']) {
+    for (const name of ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'erasures']) {
       await db.collection(name).deleteMany({});
     }
     await simulatorDb.collection('charges').deleteMany({});
   };
-  await reset();
+  if (!options.keepData) await reset();
   return {
     app,
     http: () => request(app.getHttpServer()),

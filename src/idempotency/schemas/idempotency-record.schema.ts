@@ -28,6 +28,7 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
     _id: { type: String, required: true },
     tenant: { type: String, required: true },
     operation: { type: String, required: true },
+    clientKey: { type: String, required: true },
     status: { type: String, enum: ['pending', 'complete', 'failed'], required: true },
     fingerprint: {
       type: new Schema({ algorithm: String, value: String }, { _id: false }),
@@ -51,5 +52,7 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
 IdempotencyRecordSchema.index({ purgeAt: 1 }, { expireAfterSeconds: 0, name: 'purge_ttl' });
 // The reaper's scan: pending records whose lease ran out.
 IdempotencyRecordSchema.index({ status: 1, 'lease.expiresAt': 1 }, { name: 'reaper_scan' });
+// The tenant's admin look-up by client key.
+IdempotencyRecordSchema.index({ tenant: 1, clientKey: 1 }, { name: 'tenant_client_key' });
 // Erasure of one data subject's stored responses.
 IdempotencyRecordSchema.index({ tenant: 1, subject: 1 }, { name: 'tenant_subject' });

@@ -20,3 +20,5 @@ export const OutboxEventSchema = new Schema<OutboxEvent>(
 );
 
 OutboxEventSchema.index({ status: 1, availableAt: 1 }, { name: 'relay_scan' });
+// Published events are kept a week for consumers' replays and audits, then collected.
+OutboxEventSchema.index({ publishedAt: 1 }, { expireAfterSeconds: 7 * 86400, name: 'published_ttl' });

@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { IdempotencyKeyNotFoundError, IdempotencyLeaseActiveError } from './idempotency.errors.js';
+import type { IdempotencyRecord } from './idempotency-record.js';
+import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
+import { IdempotencyReaper, type ReaperDecision } from './idempotency-reaper.js';
+import { retryAfterSeconds } from './retry-after.js';
+
+/** What an operator may see of a record: never the stored body. */
+export function recordView(record: IdempotencyRecord) {
+  return {
+    operation: record.operation,
+    schemaVersion: record.schemaVersion,
+    status: record.status,
+    attempt: record.attempt,
+    recoveryPoint: record.recoveryPoint,
+    lease: record.lease ? { lockedAt: record.lease.lockedAt, expiresAt: record.lease.expiresAt } : null,
+    responseStatus: record.response?.status ?? null,
+    createdAt: record.createdAt,
+    expiresAt: record.expiresAt,
+  };
+}
+
+/** The tenant's own view of its keys, for support and on-call (docs/runbooks/stuck-pending-keys.md). */
+@Injectable()
+export class IdempotencyAdminService {
+  constructor(
+    private readonly records: IdempotencyRecordRepository,
+    private readonly reaper: IdempotencyReaper,
+    private readonly clock: Clock,
+  ) {}
+
+  async describe(tenant: string, clientKey: string) {
+    const records = await this.records.findByClientKey(tenant, clientKey);
+    if (records.length === 0) throw new IdempotencyKeyNotFoundError();
+    return { key: clientKey, records: records.map(recordView) };
+  }
+
+  /**
+   * Hands a pending record whose lease expired to the reaper now, instead of
+   * waiting for its next pass. A live lease is refused: someone is working on it.
+   */
+  async release(tenant: string, clientKey: string, operation: string): Promise<{ decision: ReaperDecision }> {
+    const record = (await this.records.findByClientKey(tenant, clientKey)).find(
+      (candidate) => candidate.operation === operation && candidate.status === 'pending',
+    );
+    if (!record) throw new IdempotencyKeyNotFoundError();
+    const now = this.clock.now();
+    if (record.lease && record.lease.expiresAt > now) {
+      throw new IdempotencyLeaseActiveError(retryAfterSeconds(record.lease.expiresAt, now));
+    }
+    return { decision: await this.reaper.reap(record) };
+  }
+}

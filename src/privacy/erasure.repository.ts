@@ -1,0 +1,14 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { ClientSession, Model } from 'mongoose';
+import type { Erasure } from './erasure.js';
+import { ERASURE_MODEL } from './schemas/erasure.schema.js';
+
+@Injectable()
+export class ErasureRepository {
+  constructor(@InjectModel(ERASURE_MODEL) private readonly erasures: Model<Erasure>) {}
+
+  async record(session: ClientSession, erasure: Erasure): Promise<void> {
+    await this.erasures.insertMany([erasure], { session });
+  }
+}

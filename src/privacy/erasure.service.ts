@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Clock } from '../common/clock.js';
+import { TransactionRunner } from '../database/transaction.runner.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
+import { OrdersService } from '../orders/orders.service.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import { subjectHash, type Erasure } from './erasure.js';
+import { ErasureRepository } from './erasure.repository.js';
+
+/**
+ * Right to erasure, in one transaction: stored idempotent responses become
+ * 410 `response_erased`, orders and events carry a pseudonym instead of the
+ * customer id, and the ledger keeps every amount (it names orders, not
+ * people). The erasure itself is recorded without the customer id.
+ */
+@Injectable()
+export class ErasureService {
+  constructor(
+    private readonly transactions: TransactionRunner,
+    private readonly idempotency: IdempotencyService,
+    private readonly orders: OrdersService,
+    private readonly outbox: OutboxService,
+    private readonly erasures: ErasureRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  eraseCustomer(tenant: string, customerId: string): Promise<Erasure> {
+    const pseudonym = `erased_${randomBytes(12).toString('hex')}`;
+    return this.transactions.run(async (session) => {
+      const erasure: Erasure = {
+        _id: `era_${randomUUID()}`,
+        tenant,
+        subjectHash: subjectHash(tenant, customerId),
+        pseudonym,
+        erasedAt: this.clock.now(),
+        counts: {
+          idempotencyRecords: await this.idempotency.eraseSubject(session, tenant, customerId),
+          orders: await this.orders.eraseCustomer(session, tenant, customerId, pseudonym),
+          outboxEvents: await this.outbox.eraseCustomer(session, tenant, customerId, pseudonym),
+        },
+      };
+      await this.erasures.record(session, erasure);
+      return erasure;
+    });
+  }
+}
