@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import type { ClientSession } from 'mongoose';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { Clock } from '../common/clock.js';
-import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { isWriteConflict } from '../database/mongo-errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -15,7 +14,7 @@ import type { IdempotencyRecord, IdempotentResponse, Lease, RecordLease } from '
 import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
 import { decide } from './record-decision.js';
-import { ResponseCipher } from './response-cipher.js';
+import { StoredResponses } from './stored-responses.js';
 import { retryAfterSeconds } from './retry-after.js';
 import { scopeKey } from './scope-key.js';
 
@@ -36,7 +35,7 @@ export interface IdempotentWork {
   begin(session: ClientSession, lease: Lease): Promise<void>;
   /**
    * Drives the attempt to its end and returns the response it stored with
-   * `complete`/`fail`. Throwing means "not finished, nothing to store": the
+   * IdempotencyAttempts.complete/fail. Throwing means "not finished, nothing to store": the
    * lease is released and the record stays resumable.
    */
   resume(lease: Lease): Promise<IdempotentResponse>;
@@ -58,18 +57,16 @@ const POLL_MS = 50;
 @Injectable()
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
-  private readonly cipher: ResponseCipher;
 
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly transactions: TransactionRunner,
+    private readonly responses: StoredResponses,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
     @Inject(appConfig.KEY) private readonly app: AppConfig,
-  ) {
-    this.cipher = new ResponseCipher(config.encryptionKey, config.decryptionKeys);
-  }
+  ) {}
 
   recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>): string {
     return scopeKey({ ...request, service: this.app.serviceName });
@@ -100,27 +97,6 @@ export class IdempotencyService {
     throw new IdempotencyKeyInUseError(1);
   }
 
-  /** Inside the consumer's transaction: progress is saved only while we still own the lease. */
-  async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string): Promise<void> {
-    if (this.app.benchDisableIdempotency) return;
-    await this.metrics.timeStore('checkpoint', () => this.records.checkpoint(session, lease, recoveryPoint, this.newLease(lease.owner)));
-  }
-
-  /** Inside the consumer's final transaction: the response every retry will get. */
-  async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
-    if (this.app.benchDisableIdempotency) return;
-    await this.metrics.timeStore('complete', () =>
-      this.records.finish(session, lease, 'complete', recoveryPoint, this.seal(lease, response), this.clock.now()),
-    );
-  }
-
-  /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
-  async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
-    if (this.app.benchDisableIdempotency) return;
-    const sealed = response ? this.seal(lease, response) : null;
-    await this.metrics.timeStore('fail', () => this.records.finish(session, lease, 'failed', recoveryPoint, sealed, this.clock.now()));
-  }
-
   /**
    * Erasure of a data subject, inside the caller's transaction: every stored
    * response of theirs becomes a 410 `response_erased` (the record stays
@@ -130,15 +106,7 @@ export class IdempotencyService {
     const now = this.clock.now();
     const records = await this.records.findForSubject(session, tenant, subject);
     for (const record of records) {
-      const erased = record.response
-        ? {
-            status: 410,
-            headers: { 'content-type': PROBLEM_CONTENT_TYPE },
-            body: this.cipher.seal(JSON.stringify(problem(410, 'response_erased', 'The original response was erased at the data subject\'s request; the operation was not repeated.')), record._id),
-            schemaVersion: record.schemaVersion,
-          }
-        : null;
-      await this.records.redact(session, record._id, erased, now);
+      await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
     }
     return records.length;
   }
@@ -275,12 +243,7 @@ export class IdempotencyService {
   }
 
   private replay(record: IdempotencyRecord): IdempotentResult {
-    const stored = record.response!;
-    return {
-      response: { status: stored.status, headers: stored.headers, body: this.cipher.open(stored.body, record._id) },
-      replayed: true,
-      keyExpiresAt: record.expiresAt,
-    };
+    return { response: this.responses.open(record), replayed: true, keyExpiresAt: record.expiresAt };
   }
 
   private lostRace(error: unknown, operation: string): boolean {
@@ -311,15 +274,6 @@ export class IdempotencyService {
 
   private newLease(owner?: string): RecordLease {
     return newLease(this.clock.now(), this.config.lockTimeoutMs, owner);
-  }
-
-  private seal(lease: Lease, response: IdempotentResponse) {
-    return {
-      status: response.status,
-      headers: response.headers,
-      body: this.cipher.seal(response.body, lease.recordId),
-      schemaVersion: lease.schemaVersion,
-    };
   }
 
   private count(request: IdempotentRequest, outcome: string): void {

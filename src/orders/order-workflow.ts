@@ -5,7 +5,7 @@ import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import type { IdempotentResponse, Lease } from '../idempotency/idempotency-record.js';
 import { LeaseLostError } from '../idempotency/idempotency.errors.js';
-import { IdempotencyService } from '../idempotency/idempotency.service.js';
+import { IdempotencyAttempts } from '../idempotency/idempotency-attempts.js';
 import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
@@ -47,7 +47,7 @@ export class OrderWorkflow {
     private readonly payments: PaymentsService,
     private readonly ledger: LedgerService,
     private readonly outbox: OutboxService,
-    private readonly idempotency: IdempotencyService,
+    private readonly attempts: IdempotencyAttempts,
     private readonly transactions: TransactionRunner,
     private readonly clock: Clock,
     private readonly faults: FaultInjector,
@@ -69,7 +69,7 @@ export class OrderWorkflow {
     this.faults.crashIf('after-charge');
     const now = this.clock.now();
     const charged = await this.transactions.run(async (session) => {
-      await this.idempotency.checkpoint(session, lease, 'charged');
+      await this.attempts.checkpoint(session, lease, 'charged');
       const payment = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
       await this.orders.markCharged(session, order, payment._id, now);
       return { ...order, state: 'charged' as const, paymentId: payment._id, stateHistory: { ...order.stateHistory, charged: now } };
@@ -102,7 +102,7 @@ export class OrderWorkflow {
     const now = this.clock.now();
     const saved: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
     await this.transactions.run(async (session) => {
-      await this.idempotency.complete(session, lease, 'saved', responseFor(saved));
+      await this.attempts.complete(session, lease, 'saved', responseFor(saved));
       await this.ledger.post(
         {
           tenant: order.tenant,
@@ -129,7 +129,7 @@ export class OrderWorkflow {
     const now = this.clock.now();
     const failed: Order = { ...order, state: 'failed', failureReason: reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
     await this.transactions.run(async (session) => {
-      await this.idempotency.fail(session, lease, 'failed', reason === FAILURE.declined ? responseFor(failed) : null);
+      await this.attempts.fail(session, lease, 'failed', reason === FAILURE.declined ? responseFor(failed) : null);
       await this.orders.markFailed(session, order, reason, now);
     });
     return failed;

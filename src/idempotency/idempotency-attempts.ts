@@ -1,0 +1,48 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
+import { Clock } from '../common/clock.js';
+import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { IdempotentResponse, Lease } from './idempotency-record.js';
+import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
+import { newLease } from './lease.js';
+import { StoredResponses } from './stored-responses.js';
+
+/**
+ * The fenced writes a consumer makes inside its own transactions while it
+ * holds a lease. Each is a compare-and-set on the lease owner and throws
+ * LeaseLostError when someone took over; make it the first write of the
+ * transaction, so a stale worker aborts before touching anything else.
+ */
+@Injectable()
+export class IdempotencyAttempts {
+  constructor(
+    private readonly records: IdempotencyRecordRepository,
+    private readonly responses: StoredResponses,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+    @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
+    @Inject(appConfig.KEY) private readonly app: AppConfig,
+  ) {}
+
+  /** Progress: the recovery point a resumer starts from; also renews the lease. */
+  async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string): Promise<void> {
+    if (this.app.benchDisableIdempotency) return;
+    const renewed = newLease(this.clock.now(), this.config.lockTimeoutMs, lease.owner);
+    await this.metrics.timeStore('checkpoint', () => this.records.checkpoint(session, lease, recoveryPoint, renewed));
+  }
+
+  /** Success: the response every retry will get. */
+  async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
+    if (this.app.benchDisableIdempotency) return;
+    const sealed = this.responses.seal(lease.recordId, lease.schemaVersion, response);
+    await this.metrics.timeStore('complete', () => this.records.finish(session, lease, 'complete', recoveryPoint, sealed, this.clock.now()));
+  }
+
+  /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
+  async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
+    if (this.app.benchDisableIdempotency) return;
+    const sealed = response ? this.responses.seal(lease.recordId, lease.schemaVersion, response) : null;
+    await this.metrics.timeStore('fail', () => this.records.finish(session, lease, 'failed', recoveryPoint, sealed, this.clock.now()));
+  }
+}
