@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { isStoreUnavailable } from '../database/mongo-errors.js';
 import { DomainError } from './domain-error.js';
 import { ERROR_STATUS } from './error-status.js';
 import { PROBLEM_CONTENT_TYPE, problem, type Problem } from './problem.js';
@@ -8,15 +9,6 @@ export interface ProblemResponse {
   problem: Problem;
   headers: Record<string, string>;
 }
-
-const STORE_DOWN = new Set([
-  'MongoServerSelectionError',
-  'MongoNetworkError',
-  'MongoNetworkTimeoutError',
-  'MongoNotConnectedError',
-  'MongoTopologyClosedError',
-  'MongoPoolClearedError',
-]);
 
 const FASTIFY_ERRORS: Record<string, [number, string, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'The request body is larger than the limit.'],
@@ -46,9 +38,8 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
   if (error instanceof SyntaxError || (error as { statusCode?: number })?.statusCode === 400) {
     return { problem: problem(400, 'malformed_request', 'The request could not be parsed.'), headers: {} };
   }
-  const name = (error as { name?: string })?.name ?? '';
-  if (STORE_DOWN.has(name)) {
-    logger.warn(`Store unavailable: ${name}`);
+  if (isStoreUnavailable(error)) {
+    logger.warn(`Store unavailable: ${(error as Error).name}`);
     return withRetryAfter(problem(503, 'store_unavailable', 'The data store is unavailable; retry later.'), 2);
   }
   logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
