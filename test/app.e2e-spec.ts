@@ -62,8 +62,17 @@ describe('HTTP pipeline (foundation)', () => {
     expect(await t.db.collection('idempotency_records').countDocuments()).toBe(0);
   });
 
-  it('serves the OpenAPI document', async () => {
+  it('serves the OpenAPI document with the idempotency contract', async () => {
     const res = await t.http().get('/docs/json').expect(200);
-    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v1/orders', '/v1/orders/{id}']));
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining(['/v1/orders', '/v1/orders/{id}', '/v1/orders/{id}/ledger', '/v1/idempotency-keys/{key}', '/v1/customers/{customerId}/data']),
+    );
+    const create = res.body.paths['/v1/orders'].post;
+    expect(create.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true })]));
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '402', '409', '422', '429', '503']));
+    expect(Object.keys(create.responses['201'].headers)).toEqual(expect.arrayContaining(['Idempotent-Replayed', 'Idempotency-Expires', 'Location']));
+    expect(create.responses['409'].headers['Retry-After']).toBeDefined();
+    expect(res.body.components.schemas).toHaveProperty('Problem');
+    expect(res.body.components.schemas).toHaveProperty('CreateOrderDto');
   });
 });

@@ -11,9 +11,11 @@ import { ListOrdersQuery } from './dto/list-orders.query.js';
 import { encodeCursor, ledgerView, orderView } from './order.view.js';
 import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 
+const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
+
 @ApiTags('orders')
 @ApiBearerAuth()
-@ApiResponse({ status: 401, description: '`unauthorized`: missing or unknown API key' })
+@ApiResponse({ status: 401, description: '`unauthorized`: missing or unknown API key', content: PROBLEM })
 @Controller({ path: 'orders', version: '1' })
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
@@ -21,9 +23,21 @@ export class OrdersController {
   @Post()
   @Idempotent({ operation: CREATE_ORDER_OPERATION })
   @ApiOperation({ summary: 'Create and pay an order, exactly once per Idempotency-Key' })
-  @ApiCreatedResponse({ description: 'The saved order; a replay has `Idempotent-Replayed: true`' })
-  @ApiResponse({ status: 402, description: '`card_declined` (stored and replayed)' })
-  @ApiResponse({ status: 503, description: '`payment_provider_unavailable`: not stored; retry with the same key after Retry-After' })
+  @ApiCreatedResponse({
+    description: 'The saved order. A retry with the same key and body gets these exact bytes again, with `Idempotent-Replayed: true`.',
+    headers: {
+      Location: { description: '/v1/orders/{id}', schema: { type: 'string' } },
+      'Idempotent-Replayed': { description: '`true` when this is a stored response sent again', schema: { type: 'string', enum: ['true'] } },
+      'Idempotency-Expires': { description: 'When the key stops being remembered (HTTP date)', schema: { type: 'string' } },
+    },
+  })
+  @ApiResponse({ status: 402, description: '`card_declined`: stored and replayed like a success', content: PROBLEM })
+  @ApiResponse({ status: 429, description: '`rate_limited`: too many requests on this key or tenant; see Retry-After', content: PROBLEM })
+  @ApiResponse({
+    status: 503,
+    description: '`payment_provider_unavailable` or `store_unavailable`: nothing stored; retry with the same key after Retry-After',
+    content: PROBLEM,
+  })
   async create(
     @Tenant() tenant: string,
     @IdempotencyKey() key: IdempotencyKeyContext,
@@ -42,6 +56,7 @@ export class OrdersController {
 
   @Get(':id')
   @ApiOperation({ summary: 'One order of the caller (404 for any other)' })
+  @ApiResponse({ status: 404, description: '`order_not_found`', content: PROBLEM })
   async get(@Tenant() tenant: string, @Param('id') id: string) {
     return orderView(await this.orders.get(tenant, id));
   }
