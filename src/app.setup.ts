@@ -7,7 +7,8 @@ import { setUpOpenApi } from './openapi.js';
 
 /**
  * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
- * exercise exactly what production runs.
+ * exercise exactly what production runs. (Signal handling is process-wide,
+ * so main.ts subscribes to SIGTERM itself; tests close their apps.)
  */
 /** One counter and one histogram sample per response, labelled by route template (never the raw URL). */
 function countRequests(app: NestFastifyApplication): void {
@@ -42,7 +43,6 @@ export async function configureApp(app: NestFastifyApplication): Promise<INestAp
   app.useGlobalFilters(new ProblemDetailsFilter());
   // JSON only: other bodies get 415 instead of reaching the validators as strings or forms.
   app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   countRequests(app);
   setUpOpenApi(app);
   return app;

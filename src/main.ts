@@ -32,8 +32,10 @@ async function bootstrap(): Promise<void> {
     abortOnError: false,
   });
   await configureApp(app);
-  // SIGTERM: Nest's shutdown hooks (configureApp) stop the schedulers, close Fastify - which stops
-  // accepting and drains in-flight requests - then close the pool. Past the grace period, exit anyway.
+  // SIGTERM: Nest's shutdown hooks stop the reaper and relay, close Fastify - which stops accepting
+  // and drains in-flight requests - then close the pool, and exit (so 'exit' handlers run).
+  // Past SHUTDOWN_GRACE_MS (a stalled provider call, say) the process exits anyway.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => setTimeout(() => process.exit(1), config.app.shutdownGraceMs).unref());
   }

@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { writeSync } from 'node:fs';
 import { appConfig, type AppConfig } from '../config/config.tokens.js';
 import type { FaultPoint } from '../config/configuration.js';
 
@@ -9,13 +10,12 @@ import type { FaultPoint } from '../config/configuration.js';
  */
 @Injectable()
 export class FaultInjector {
-  private readonly logger = new Logger(FaultInjector.name);
-
   constructor(@Inject(appConfig.KEY) private readonly config: AppConfig) {}
 
   crashIf(point: FaultPoint): void {
     if (!this.config.faultInjection || this.config.faultCrashAt !== point) return;
-    this.logger.warn(`FAULT_CRASH_AT=${point}: killing the process`);
+    // Written synchronously: nothing asynchronous survives the SIGKILL.
+    writeSync(2, `FAULT_CRASH_AT=${point}: killing the process\n`);
     process.kill(process.pid, 'SIGKILL');
   }
 }

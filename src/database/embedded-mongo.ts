@@ -85,7 +85,11 @@ function emulatorBinary(): string {
 
 async function startEmulator(): Promise<MongoBackend> {
   const child = spawn(emulatorBinary(), ['--port=0', '--topology-profile=singleNodeReplicaSet'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // The emulator reports every client disconnect on stderr; pass the rest through.
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    if (!/tcp client io failure/.test(line)) process.stderr.write(`[jongodb] ${line}\n`);
   });
   const uri = await readReadyLine(child);
   return {
