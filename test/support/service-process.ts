@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
+import { orderBody } from './fixtures.js';
 
 export const MAIN_JS = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 export const ACME_SECRET = 'acme-secret-0123456789';
@@ -281,15 +282,8 @@ export function httpRequest(baseUrl: string, options: HttpRequestOptions): Promi
   });
 }
 
-export function orderBody(overrides: Record<string, unknown> = {}) {
-  return {
-    customerId: 'cus_123',
-    currency: 'USD',
-    items: [{ sku: 'sku_1', quantity: 2, unitPriceMinor: 1250 }],
-    paymentMethod: { token: 'tok_visa' },
-    ...overrides,
-  };
-}
+
+export { orderBody };
 
 /** POST /v1/orders as tenant acme with the given Idempotency-Key. */
 export function postOrder(baseUrl: string, key: string, body: unknown = orderBody(), timeoutMs?: number): Promise<HttpResponse> {

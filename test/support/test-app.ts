@@ -98,12 +98,4 @@ function restoreEnv(saved: Record<string, string | undefined>): void {
 
 export const auth = (tenant: keyof typeof API_KEYS = 'acme') => ({ Authorization: `Bearer ${API_KEYS[tenant]}` });
 
-export function orderBody(overrides: Record<string, unknown> = {}) {
-  return {
-    customerId: 'cus_123',
-    currency: 'USD',
-    items: [{ sku: 'sku_1', quantity: 2, unitPriceMinor: 1250 }],
-    paymentMethod: { token: 'tok_visa' },
-    ...overrides,
-  };
-}
+export { orderBody } from './fixtures.js';
