@@ -15,6 +15,13 @@ export class RecordRaceLostError extends Error {
   }
 }
 
+export interface OlderSchemaScope {
+  tenant: string;
+  clientKey: string;
+  operation: string;
+  schemaVersion: number;
+}
+
 export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
 
 export function leaseOf(record: Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion'>, lease: RecordLease): Lease {
@@ -51,6 +58,26 @@ export class IdempotencyRecordRepository {
 
   findById(recordId: string): Promise<IdempotencyRecord | null> {
     return this.records.findById(recordId).lean<IdempotencyRecord>().exec();
+  }
+
+  /**
+   * A live record of the same key under an older response schema version:
+   * after a version bump it still owns the key, so a retry straddling the
+   * deploy is never executed twice.
+   */
+  findUnderOlderSchema(scope: OlderSchemaScope, now: Date, session?: ClientSession): Promise<IdempotencyRecord | null> {
+    return this.records
+      .findOne({
+        tenant: scope.tenant,
+        clientKey: scope.clientKey,
+        operation: scope.operation,
+        schemaVersion: { $lt: scope.schemaVersion },
+        $or: [{ status: 'pending' }, { expiresAt: { $gt: now } }],
+      })
+      .sort({ schemaVersion: -1 })
+      .session(session ?? null)
+      .lean<IdempotencyRecord>()
+      .exec();
   }
 
   /** The tenant's records for one client key (any operation or schema version), without stored bodies. */

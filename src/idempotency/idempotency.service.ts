@@ -137,6 +137,9 @@ export class IdempotencyService {
     try {
       return await this.metrics.timeStore('claim', () =>
         this.transactions.run(async (session) => {
+          if (request.schemaVersion > 1 && (await this.records.findUnderOlderSchema(request, this.clock.now(), session))) {
+            throw new RecordRaceLostError(recordId);
+          }
           const claimed = await this.records.insertPending(session, this.newRecord(recordId, request), lease);
           await work.begin(session, claimed);
           return claimed;
@@ -150,7 +153,7 @@ export class IdempotencyService {
 
   /** Returns a result, or null to go round again (the record changed under us). */
   private async onExisting(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
-    const record = await this.metrics.timeStore('lookup', () => this.records.findById(recordId));
+    const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
     if (!record) return null;
     switch (decide(record, request.fingerprint, this.clock.now())) {
       case 'mismatch':
@@ -169,6 +172,13 @@ export class IdempotencyService {
         this.metrics.keysExpired.inc({ operation: request.operation });
         return this.startOver(record, request, work, 'expired');
     }
+  }
+
+  /** The record that owns the key: this version's, or a live one from before a schema version bump. */
+  private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
+    const record = await this.records.findById(recordId);
+    if (record || request.schemaVersion === 1) return record;
+    return this.records.findUnderOlderSchema(request, this.clock.now());
   }
 
   private async startOver(
