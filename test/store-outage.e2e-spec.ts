@@ -34,6 +34,7 @@ describe('store outage', () => {
 
     const ready = await t.http().get('/health/ready');
     expect(ready.status).toBe(503);
+    expect(ready.body).toMatchObject({ code: 'not_ready', details: { mongodb: { status: 'down' } } });
     await t.http().get('/health/live').expect(200);
   });
 });

@@ -48,10 +48,14 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
 
 function fromHttpException(error: HttpException): ProblemResponse {
   const status = error.getStatus();
-  const body = error.getResponse() as { message?: unknown; code?: string } | string;
+  const body = error.getResponse() as { message?: unknown; code?: string; details?: unknown } | string;
   if (status === 400 && typeof body === 'object' && Array.isArray(body.message)) {
     const errors = body.message.map(String);
     return { problem: problem(400, 'validation_failed', errors.join('; '), { errors }), headers: {} };
+  }
+  if (status === 503 && typeof body === 'object' && 'details' in body) {
+    // A failed readiness check (terminus): keep which dependency is down.
+    return { problem: problem(503, 'not_ready', 'A dependency is not ready.', { details: body.details }), headers: {} };
   }
   const code =
     (typeof body === 'object' && body.code) ||

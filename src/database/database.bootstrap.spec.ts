@@ -1,4 +1,5 @@
-import { describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import type { Connection } from 'mongoose';
 import { DatabaseBootstrap, NotAReplicaSetError } from './database.bootstrap.js';
 
@@ -11,6 +12,8 @@ function fakeConnection(hello: object, built: string[]): Connection {
 }
 
 describe('DatabaseBootstrap', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+
   it('refuses a standalone server with a clear message and builds nothing', async () => {
     const built: string[] = [];
     const bootstrap = new DatabaseBootstrap(fakeConnection({ isWritablePrimary: true }, built));
