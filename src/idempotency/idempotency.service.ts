@@ -89,8 +89,9 @@ export class IdempotencyService {
     if (this.app.benchDisableIdempotency) return this.executeUnguarded(request, work);
     const recordId = this.recordIdFor(request);
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const lease = await this.claimFresh(recordId, request, work);
-      const result = lease ? await this.drive(request, lease, work, 'claimed') : await this.onExisting(recordId, request, work);
+      // Read first: a replay costs one look-up, not an aborted claim transaction.
+      const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
+      const result = record ? await this.onExisting(record, request, work) : await this.claimAndDrive(recordId, request, work);
       if (result) return result;
     }
     // Every round lost a race: the key is hot; tell the client to come back.
@@ -151,10 +152,14 @@ export class IdempotencyService {
     }
   }
 
+  /** Claims an absent key; null when another request claimed it first (go round and read theirs). */
+  private async claimAndDrive(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+    const lease = await this.claimFresh(recordId, request, work);
+    return lease ? this.drive(request, lease, work, 'claimed') : null;
+  }
+
   /** Returns a result, or null to go round again (the record changed under us). */
-  private async onExisting(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
-    const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
-    if (!record) return null;
+  private async onExisting(record: IdempotencyRecord, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
     switch (decide(record, request.fingerprint, this.clock.now())) {
       case 'mismatch':
         this.count(request, 'payload_mismatch');

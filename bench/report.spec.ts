@@ -1,0 +1,235 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  EMULATOR_CAVEAT,
+  computeRatios,
+  findDuplicateOrders,
+  formatReport,
+  parseResults,
+  percentile,
+  ratioDefinitions,
+  resultsFileName,
+  runPassed,
+  scenarioId,
+  serializeResults,
+  RESULTS_SCHEMA_VERSION,
+  ResultsFormatError,
+  type BenchResults,
+  type ScenarioResult,
+} from './report.js';
+
+function row(id: string, title: string, concurrency: number, reqPerSec: number, extra: Partial<ScenarioResult> = {}): ScenarioResult {
+  return {
+    id,
+    title,
+    concurrency,
+    durationSeconds: 3,
+    requests: Math.round(reqPerSec * 3),
+    reqPerSec,
+    p50Ms: 12,
+    p99Ms: 48.25,
+    errors: 0,
+    non2xx: 0,
+    statusCounts: { '201': Math.round(reqPerSec * 3) },
+    check: { ok: true, detail: 'all 201' },
+    ...extra,
+  };
+}
+
+const LEVELS = [16, 64];
+
+function sampleScenarios(): ScenarioResult[] {
+  return [
+    row(scenarioId.raw(16), 'raw driver: claim transaction', 16, 2000, { statusCounts: {}, check: { ok: true, detail: '6000 committed, 0 failed' } }),
+    row(scenarioId.raw(64), 'raw driver: claim transaction', 64, 2500, { statusCounts: {}, check: null }),
+    row(scenarioId.create(16), 'create, unique keys', 16, 500),
+    row(scenarioId.create(64), 'create, unique keys', 64, 625),
+    row(scenarioId.createLayerOff(16), 'create, unique keys, idempotency layer OFF', 16, 800),
+    row(scenarioId.createLayerOff(64), 'create, unique keys, idempotency layer OFF', 64, 1000),
+    row(scenarioId.replay(16), 'replay of completed keys', 16, 3000),
+    row(scenarioId.get(16), 'GET /v1/orders/:id (same orders)', 16, 4000, { statusCounts: { '200': 12000 } }),
+    row(scenarioId.mixed(16), 'mixed, 5% duplicate keys', 16, 450, {
+      non2xx: 3,
+      statusCounts: { '201': 1347, '409': 3 },
+      check: { ok: true, detail: 'duplicate orders: 0; 67 repeated keys sent; 201: 1347, 409: 3' },
+    }),
+    row(scenarioId.hotKey(64), 'hot key: all clients on one key', 64, 3500, { non2xx: 40, statusCounts: { '201': 10460, '409': 40 } }),
+  ];
+}
+
+function sampleResults(kind: BenchResults['backend']['kind'] = 'uri'): BenchResults {
+  const scenarios = sampleScenarios();
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    mode: 'quick',
+    startedAt: '2026-01-02T03:04:05.678Z',
+    finishedAt: '2026-01-02T03:04:55.000Z',
+    machine: { cpus: 2, cpuModel: 'Test CPU', platform: 'linux', arch: 'x64', totalMemoryBytes: 4 * 1024 ** 3, node: 'v20.20.2' },
+    packages: { mongoose: '9.12.1', mongodb: '7.8.0', '@nestjs/core': '12.5.1', fastify: '5.1.0', autocannon: null },
+    backend: { kind, description: kind === 'emulator' ? 'jongodb emulator' : 'MONGODB_URI' },
+    settings: {
+      durationSeconds: 3,
+      warmupSeconds: 1,
+      replayKeys: 20,
+      duplicateRate: 0.05,
+      paymentLatencyMs: 0,
+      concurrencyLevels: LEVELS,
+      hotKeyConcurrency: 64,
+    },
+    scenarios,
+    ratios: computeRatios(scenarios, ratioDefinitions(LEVELS, 16)),
+  };
+}
+
+describe('results file', () => {
+  it('round-trips through serializeResults and parseResults unchanged', () => {
+    const results = sampleResults();
+    const parsed = parseResults(serializeResults(results));
+    expect(parsed).toEqual(results);
+  });
+
+  it('keeps the ratios computed before writing', () => {
+    const parsed = parseResults(serializeResults(sampleResults()));
+    const value = (id: string) => parsed.ratios.find((ratio) => ratio.id === id)?.value;
+    expect(value('create-vs-raw-c16')).toBeCloseTo(0.25);
+    expect(value('create-vs-raw-c64')).toBeCloseTo(0.25);
+    expect(value('layer-on-vs-off-c16')).toBeCloseTo(0.625);
+    expect(value('layer-on-vs-off-c64')).toBeCloseTo(0.625);
+    expect(value('replay-vs-create-c16')).toBeCloseTo(6);
+    expect(value('replay-vs-get-c16')).toBeCloseTo(0.75);
+  });
+
+  it('rejects what is not a results file, naming the field', () => {
+    const good = JSON.parse(serializeResults(sampleResults())) as Record<string, unknown>;
+    const variant = (change: (copy: Record<string, any>) => void) => {
+      const copy = structuredClone(good) as Record<string, any>;
+      change(copy);
+      return JSON.stringify(copy);
+    };
+    expect(() => parseResults('{not json')).toThrow(ResultsFormatError);
+    expect(() => parseResults('[]')).toThrow('$ must be an object');
+    expect(() => parseResults(variant((c) => (c.schemaVersion = 2)))).toThrow('$.schemaVersion must be 1');
+    expect(() => parseResults(variant((c) => delete c.machine.cpus))).toThrow('$.machine.cpus');
+    expect(() => parseResults(variant((c) => (c.scenarios[2].reqPerSec = -1)))).toThrow('$.scenarios[2].reqPerSec');
+    expect(() => parseResults(variant((c) => (c.scenarios[0].p99Ms = 'fast')))).toThrow('$.scenarios[0].p99Ms');
+    expect(() => parseResults(variant((c) => (c.scenarios[3].statusCounts = { ok: 1 })))).toThrow('not an HTTP status');
+    expect(() => parseResults(variant((c) => (c.scenarios[1].id = c.scenarios[0].id)))).toThrow('appears twice');
+    expect(() => parseResults(variant((c) => (c.backend.kind = 'sqlite')))).toThrow('$.backend.kind');
+    expect(() => parseResults(variant((c) => (c.mode = 'medium')))).toThrow('$.mode');
+    expect(() => parseResults(variant((c) => (c.startedAt = 'yesterday')))).toThrow('$.startedAt must be an ISO date');
+    expect(() => parseResults(variant((c) => (c.ratios[0].value = 'high')))).toThrow('$.ratios[0].value');
+    expect(() => parseResults(variant((c) => (c.scenarios[0].check = { ok: 'yes', detail: '' })))).toThrow('$.scenarios[0].check.ok');
+  });
+
+  it('names files by ISO date without characters some file systems refuse', () => {
+    const name = resultsFileName(new Date('2026-01-02T03:04:05.678Z'));
+    expect(name).toBe('2026-01-02T03-04-05.678Z.json');
+    expect(name).not.toMatch(/[:\\/]/);
+  });
+});
+
+describe('ratios', () => {
+  it('divides req/s and gives null when a side is missing or zero', () => {
+    const scenarios = [row('a', 'a', 1, 50), row('b', 'b', 1, 200), row('z', 'z', 1, 0)];
+    const ratios = computeRatios(scenarios, [
+      { id: 'ab', label: 'a / b', numerator: 'a', denominator: 'b' },
+      { id: 'ax', label: 'a / x', numerator: 'a', denominator: 'missing' },
+      { id: 'az', label: 'a / z', numerator: 'a', denominator: 'z' },
+    ]);
+    expect(ratios.map((ratio) => ratio.value)).toEqual([0.25, null, null]);
+  });
+
+  it('defines create/raw and on/off per level, replay/create and replay/GET at the replay level', () => {
+    expect(ratioDefinitions([4, 16], 4).map((definition) => definition.id)).toEqual([
+      'create-vs-raw-c4',
+      'create-vs-raw-c16',
+      'layer-on-vs-off-c4',
+      'layer-on-vs-off-c16',
+      'replay-vs-create-c4',
+      'replay-vs-get-c4',
+    ]);
+  });
+});
+
+describe('table', () => {
+  it('prints one aligned row per scenario with req/s, p50, p99, errors, non-2xx and the check', () => {
+    const lines = formatReport(sampleResults()).split('\n');
+    const headerIndex = lines.findIndex((line) => line.startsWith('scenario'));
+    expect(lines[headerIndex]).toMatch(/^scenario\s+conc\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+non-2xx\s+check$/);
+    expect(lines[headerIndex + 1]).toMatch(/^-+$/);
+    const rows = lines.slice(headerIndex + 2, headerIndex + 12);
+    expect(rows).toHaveLength(10);
+    expect(rows[2]).toMatch(/^create, unique keys\s+16\s+500\.0\s+12\.0\s+48\.3\s+0\s+0\s+ok: all 201$/);
+    expect(rows[1]).toMatch(/^raw driver: claim transaction\s+64\s+2500\.0\s+12\.0\s+48\.3\s+0\s+0\s+-$/);
+    expect(rows[9]).toMatch(/^hot key: all clients on one key\s+64\s+3500\.0\s+12\.0\s+48\.3\s+0\s+40\s+ok: all 201$/);
+    // Same width up to the check column on every row.
+    const checkColumn = lines[headerIndex].indexOf('check');
+    for (const line of rows) expect(line.slice(checkColumn - 2, checkColumn)).toBe('  ');
+  });
+
+  it('prints the ratios, the checks summary, and no emulator caveat on a real MongoDB', () => {
+    const text = formatReport(sampleResults('uri'));
+    expect(text).toContain('Ratios (req/s):');
+    expect(text).toMatch(/create \/ raw driver \(c16\)\s+0\.25 {3}\(create-c16 \/ raw-driver-c16\)/);
+    expect(text).toMatch(/layer on \/ layer off \(c64\)\s+0\.63/);
+    expect(text).toMatch(/replay \/ create \(c16\)\s+6\.00/);
+    expect(text).toMatch(/replay \/ GET \(c16\)\s+0\.75/);
+    expect(text).toContain('Checks: all 9 passed.');
+    expect(text).toContain('Machine: 2 CPUs (Test CPU), node v20.20.2');
+    expect(text).toContain('autocannon ?');
+    expect(text).not.toContain(EMULATOR_CAVEAT);
+  });
+
+  it('prints the caveat under the table on the emulator, and n/a for a missing ratio', () => {
+    const results = sampleResults('emulator');
+    results.ratios = computeRatios(
+      results.scenarios.filter((scenario) => scenario.id !== scenarioId.get(16)),
+      ratioDefinitions(LEVELS, 16),
+    );
+    const text = formatReport(results);
+    expect(text).toContain(`CAVEAT: ${EMULATOR_CAVEAT}`);
+    expect(text.indexOf('CAVEAT')).toBeGreaterThan(text.indexOf('Ratios (req/s):'));
+    expect(text).toMatch(/replay \/ GET \(c16\)\s+n\/a/);
+  });
+});
+
+describe('checks', () => {
+  it('fail the run on a real MongoDB, and are reported but not binding on the emulator', () => {
+    const failing = (kind: BenchResults['backend']['kind']) => {
+      const results = sampleResults(kind);
+      results.scenarios[8] = { ...results.scenarios[8], check: { ok: false, detail: 'duplicate orders: 2' } };
+      return results;
+    };
+    expect(runPassed(sampleResults('uri'))).toBe(true);
+    expect(runPassed(failing('uri'))).toBe(false);
+    expect(runPassed(failing('mongod'))).toBe(false);
+    expect(runPassed(failing('emulator'))).toBe(true);
+    expect(formatReport(failing('uri'))).toContain('Checks: FAILED 1 of 9: mixed-dup-c16.');
+    expect(formatReport(failing('emulator'))).toContain('1 of 9 failed on the emulator (mixed-dup-c16) - not binding');
+    expect(formatReport(failing('uri'))).toMatch(/mixed, 5% duplicate keys .* FAIL: duplicate orders: 2$/m);
+  });
+});
+
+describe('percentile', () => {
+  it('uses the nearest rank on unsorted samples', () => {
+    const samples = Array.from({ length: 100 }, (_, i) => 100 - i);
+    expect(percentile(samples, 50)).toBe(50);
+    expect(percentile(samples, 99)).toBe(99);
+    expect(percentile(samples, 100)).toBe(100);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBe(0);
+  });
+});
+
+describe('duplicate orders', () => {
+  it('counts keys with more than one live order, ignoring failed attempts', () => {
+    const duplicates = findDuplicateOrders([
+      { recordId: 'k1', state: 'saved' },
+      { recordId: 'k1', state: 'failed' },
+      { recordId: 'k2', state: 'saved' },
+      { recordId: 'k2', state: 'pending' },
+      { recordId: 'k3', state: 'failed' },
+      { recordId: 'k3', state: 'failed' },
+    ]);
+    expect(duplicates).toEqual([{ recordId: 'k2', liveOrders: 2 }]);
+  });
+});

@@ -1,0 +1,410 @@
+/**
+ * The pure half of the benchmark: the results shape, the ratios, the table
+ * text, percentiles, the duplicate-order count, and reading a results file
+ * back. No I/O here, so bench/report.spec.ts can test all of it quickly.
+ */
+
+export const RESULTS_SCHEMA_VERSION = 1;
+
+export const EMULATOR_CAVEAT =
+  'Backend is the jongodb EMULATOR: these figures say nothing about MongoDB. The emulator has no real storage ' +
+  'engine (its inserts slow down sharply as a collection grows, concurrent transactions are not judged like ' +
+  'WiredTiger judges them). Compare ratios between runs on the same machine at most; measure on a real replica ' +
+  'set (MONGODB_URI) before drawing conclusions.';
+
+/** One pass/fail check attached to a scenario (all 201, no duplicate orders, ...). */
+export interface CheckResult {
+  ok: boolean;
+  detail: string;
+}
+
+export interface ScenarioResult {
+  /** Stable id, used by the ratios: e.g. `create-c16`. */
+  id: string;
+  title: string;
+  concurrency: number;
+  /** Measured seconds (warm-up excluded). */
+  durationSeconds: number;
+  /** Completed requests (or committed transactions for the raw driver). */
+  requests: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Connection errors and timeouts (raw driver: failed transactions). */
+  errors: number;
+  non2xx: number;
+  /** Response count per HTTP status ("201": 1234); empty for the raw driver. */
+  statusCounts: Record<string, number>;
+  check: CheckResult | null;
+}
+
+export interface Ratio {
+  id: string;
+  label: string;
+  numerator: string;
+  denominator: string;
+  /** numerator req/s divided by denominator req/s; null when either side is missing or zero. */
+  value: number | null;
+}
+
+export type BackendKind = 'uri' | 'mongod' | 'emulator';
+
+export interface BenchResults {
+  schemaVersion: typeof RESULTS_SCHEMA_VERSION;
+  mode: 'quick' | 'full';
+  startedAt: string;
+  finishedAt: string;
+  machine: {
+    cpus: number;
+    cpuModel: string;
+    platform: string;
+    arch: string;
+    totalMemoryBytes: number;
+    node: string;
+  };
+  /** Installed versions, null when a package is not found. */
+  packages: Record<string, string | null>;
+  backend: { kind: BackendKind; description: string };
+  settings: {
+    durationSeconds: number;
+    warmupSeconds: number;
+    replayKeys: number;
+    duplicateRate: number;
+    paymentLatencyMs: number;
+    /** Levels of the raw, create and layer-off scenarios; replay, GET and mixed run at the first. */
+    concurrencyLevels: number[];
+    hotKeyConcurrency: number;
+  };
+  scenarios: ScenarioResult[];
+  ratios: Ratio[];
+}
+
+interface RatioDefinition {
+  id: string;
+  label: string;
+  numerator: string;
+  denominator: string;
+}
+
+/** Scenario ids used by run.ts; the ratios refer to them. */
+export const scenarioId = {
+  raw: (concurrency: number) => `raw-driver-c${concurrency}`,
+  create: (concurrency: number) => `create-c${concurrency}`,
+  createLayerOff: (concurrency: number) => `create-layer-off-c${concurrency}`,
+  replay: (concurrency: number) => `replay-c${concurrency}`,
+  get: (concurrency: number) => `get-c${concurrency}`,
+  mixed: (concurrency: number) => `mixed-dup-c${concurrency}`,
+  hotKey: (concurrency: number) => `hot-key-c${concurrency}`,
+};
+
+export function ratioDefinitions(concurrencies: readonly number[], replayConcurrency: number): RatioDefinition[] {
+  const definitions: RatioDefinition[] = [];
+  for (const c of concurrencies) {
+    definitions.push({
+      id: `create-vs-raw-c${c}`,
+      label: `create / raw driver (c${c})`,
+      numerator: scenarioId.create(c),
+      denominator: scenarioId.raw(c),
+    });
+  }
+  for (const c of concurrencies) {
+    definitions.push({
+      id: `layer-on-vs-off-c${c}`,
+      label: `layer on / layer off (c${c})`,
+      numerator: scenarioId.create(c),
+      denominator: scenarioId.createLayerOff(c),
+    });
+  }
+  const r = replayConcurrency;
+  definitions.push({
+    id: `replay-vs-create-c${r}`,
+    label: `replay / create (c${r})`,
+    numerator: scenarioId.replay(r),
+    denominator: scenarioId.create(r),
+  });
+  definitions.push({
+    id: `replay-vs-get-c${r}`,
+    label: `replay / GET (c${r})`,
+    numerator: scenarioId.replay(r),
+    denominator: scenarioId.get(r),
+  });
+  return definitions;
+}
+
+export function computeRatios(scenarios: readonly ScenarioResult[], definitions: readonly RatioDefinition[]): Ratio[] {
+  const rate = new Map(scenarios.map((scenario) => [scenario.id, scenario.reqPerSec]));
+  return definitions.map((definition) => {
+    const top = rate.get(definition.numerator);
+    const bottom = rate.get(definition.denominator);
+    const value = top === undefined || bottom === undefined || bottom <= 0 ? null : top / bottom;
+    return { ...definition, value };
+  });
+}
+
+/** Nearest-rank percentile (p in 0..100) of unsorted samples; 0 for no samples. */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return 0;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+export interface OrderKeyState {
+  recordId: string;
+  state: string;
+}
+
+/** Idempotency keys holding more than one live (not failed) order: the promise says there are none. */
+export function findDuplicateOrders(orders: readonly OrderKeyState[]): { recordId: string; liveOrders: number }[] {
+  const live = new Map<string, number>();
+  for (const order of orders) {
+    if (order.state === 'failed') continue;
+    live.set(order.recordId, (live.get(order.recordId) ?? 0) + 1);
+  }
+  return [...live.entries()].filter(([, count]) => count > 1).map(([recordId, liveOrders]) => ({ recordId, liveOrders }));
+}
+
+/** bench/results/<ISO date>.json, with ':' replaced so the name is valid on every file system. */
+export function resultsFileName(date: Date): string {
+  return `${date.toISOString().replace(/:/g, '-')}.json`;
+}
+
+export function failedChecks(results: Pick<BenchResults, 'scenarios'>): ScenarioResult[] {
+  return results.scenarios.filter((scenario) => scenario.check !== null && !scenario.check.ok);
+}
+
+/**
+ * The correctness checks (all 201, no duplicate orders, one order per hot
+ * key) decide the exit code on a real MongoDB only: the emulator loses
+ * committed writes under concurrent transactions, so a failure there says
+ * nothing about the service.
+ */
+export function checksAreBinding(results: Pick<BenchResults, 'backend'>): boolean {
+  return results.backend.kind !== 'emulator';
+}
+
+export function runPassed(results: Pick<BenchResults, 'backend' | 'scenarios'>): boolean {
+  return !checksAreBinding(results) || failedChecks(results).length === 0;
+}
+
+export function formatChecksSummary(results: Pick<BenchResults, 'backend' | 'scenarios'>): string {
+  const failed = failedChecks(results);
+  const total = results.scenarios.filter((scenario) => scenario.check !== null).length;
+  if (failed.length === 0) return `Checks: all ${total} passed.`;
+  const ids = failed.map((scenario) => scenario.id).join(', ');
+  return checksAreBinding(results)
+    ? `Checks: FAILED ${failed.length} of ${total}: ${ids}.`
+    : `Checks: ${failed.length} of ${total} failed on the emulator (${ids}) - not binding there: the emulator ` +
+        'loses committed writes under concurrent transactions; run on a real replica set to judge them.';
+}
+
+const COLUMNS = [
+  { title: 'scenario', width: 44, align: 'left' },
+  { title: 'conc', width: 4, align: 'right' },
+  { title: 'req/s', width: 8, align: 'right' },
+  { title: 'p50 ms', width: 8, align: 'right' },
+  { title: 'p99 ms', width: 8, align: 'right' },
+  { title: 'errors', width: 6, align: 'right' },
+  { title: 'non-2xx', width: 7, align: 'right' },
+  { title: 'check', width: 0, align: 'left' },
+] as const;
+
+function cell(value: string, column: (typeof COLUMNS)[number]): string {
+  if (column.width === 0) return value;
+  return column.align === 'left' ? value.padEnd(column.width) : value.padStart(column.width);
+}
+
+function row(values: string[]): string {
+  return values.map((value, index) => cell(value, COLUMNS[index])).join('  ').trimEnd();
+}
+
+export function formatScenarioRow(scenario: ScenarioResult): string {
+  const check = scenario.check ? `${scenario.check.ok ? 'ok' : 'FAIL'}: ${scenario.check.detail}` : '-';
+  return row([
+    scenario.title.length > 44 ? `${scenario.title.slice(0, 43)}~` : scenario.title,
+    String(scenario.concurrency),
+    scenario.reqPerSec.toFixed(1),
+    scenario.p50Ms.toFixed(1),
+    scenario.p99Ms.toFixed(1),
+    String(scenario.errors),
+    String(scenario.non2xx),
+    check,
+  ]);
+}
+
+export function formatRatioLine(ratio: Ratio): string {
+  const value = ratio.value === null ? 'n/a' : ratio.value.toFixed(2);
+  return `  ${ratio.label.padEnd(34)} ${value.padStart(6)}   (${ratio.numerator} / ${ratio.denominator})`;
+}
+
+/** The text printed at the end of a run (and re-printable from a results file). */
+export function formatReport(results: BenchResults): string {
+  const header = row(COLUMNS.map((column) => column.title));
+  const lines = [
+    `Benchmark (${results.mode}) ${results.startedAt}: ${results.settings.durationSeconds} s per scenario, ` +
+      `${results.settings.warmupSeconds} s warm-up, concurrency ${results.settings.concurrencyLevels.join('/')} ` +
+      `(hot key ${results.settings.hotKeyConcurrency}), payment simulator latency ${results.settings.paymentLatencyMs} ms`,
+    `Machine: ${results.machine.cpus} CPUs (${results.machine.cpuModel}), node ${results.machine.node}; ` +
+      `MongoDB backend: ${results.backend.kind} - ${results.backend.description}`,
+    `Packages: ${Object.entries(results.packages)
+      .map(([name, version]) => `${name} ${version ?? '?'}`)
+      .join(', ')}`,
+    '',
+    header,
+    '-'.repeat(header.length),
+    ...results.scenarios.map(formatScenarioRow),
+    '',
+    'Ratios (req/s):',
+    ...results.ratios.map(formatRatioLine),
+    '',
+    formatChecksSummary(results),
+  ];
+  if (results.backend.kind === 'emulator') lines.push('', `CAVEAT: ${EMULATOR_CAVEAT}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export function serializeResults(results: BenchResults): string {
+  return `${JSON.stringify(results, null, 2)}\n`;
+}
+
+export class ResultsFormatError extends Error {
+  constructor(message: string) {
+    super(`Not a benchmark results file: ${message}`);
+    this.name = 'ResultsFormatError';
+  }
+}
+
+type Json = Record<string, unknown>;
+
+function object(value: unknown, path: string): Json {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ResultsFormatError(`${path} must be an object`);
+  return value as Json;
+}
+
+function string(value: unknown, path: string): string {
+  if (typeof value !== 'string') throw new ResultsFormatError(`${path} must be a string`);
+  return value;
+}
+
+function number(value: unknown, path: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new ResultsFormatError(`${path} must be a finite number >= 0`);
+  }
+  return value;
+}
+
+function isoDate(value: unknown, path: string): string {
+  const text = string(value, path);
+  if (Number.isNaN(Date.parse(text))) throw new ResultsFormatError(`${path} must be an ISO date`);
+  return text;
+}
+
+function array(value: unknown, path: string): unknown[] {
+  if (!Array.isArray(value)) throw new ResultsFormatError(`${path} must be an array`);
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], path: string): T {
+  if (!allowed.includes(value as T)) throw new ResultsFormatError(`${path} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function parseCheck(value: unknown, path: string): CheckResult | null {
+  if (value === null) return null;
+  const check = object(value, path);
+  if (typeof check.ok !== 'boolean') throw new ResultsFormatError(`${path}.ok must be a boolean`);
+  return { ok: check.ok, detail: string(check.detail, `${path}.detail`) };
+}
+
+function parseScenario(value: unknown, path: string): ScenarioResult {
+  const s = object(value, path);
+  const counts = object(s.statusCounts, `${path}.statusCounts`);
+  const statusCounts: Record<string, number> = {};
+  for (const [status, count] of Object.entries(counts)) {
+    if (!/^\d{3}$/.test(status)) throw new ResultsFormatError(`${path}.statusCounts key "${status}" is not an HTTP status`);
+    statusCounts[status] = number(count, `${path}.statusCounts.${status}`);
+  }
+  return {
+    id: string(s.id, `${path}.id`),
+    title: string(s.title, `${path}.title`),
+    concurrency: number(s.concurrency, `${path}.concurrency`),
+    durationSeconds: number(s.durationSeconds, `${path}.durationSeconds`),
+    requests: number(s.requests, `${path}.requests`),
+    reqPerSec: number(s.reqPerSec, `${path}.reqPerSec`),
+    p50Ms: number(s.p50Ms, `${path}.p50Ms`),
+    p99Ms: number(s.p99Ms, `${path}.p99Ms`),
+    errors: number(s.errors, `${path}.errors`),
+    non2xx: number(s.non2xx, `${path}.non2xx`),
+    statusCounts,
+    check: parseCheck(s.check, `${path}.check`),
+  };
+}
+
+function parseRatio(value: unknown, path: string): Ratio {
+  const r = object(value, path);
+  return {
+    id: string(r.id, `${path}.id`),
+    label: string(r.label, `${path}.label`),
+    numerator: string(r.numerator, `${path}.numerator`),
+    denominator: string(r.denominator, `${path}.denominator`),
+    value: r.value === null ? null : number(r.value, `${path}.value`),
+  };
+}
+
+/** Reads a results file back, validating every field; throws ResultsFormatError naming the first bad one. */
+export function parseResults(json: string): BenchResults {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch (error) {
+    throw new ResultsFormatError(`invalid JSON (${(error as Error).message})`);
+  }
+  const root = object(raw, '$');
+  if (root.schemaVersion !== RESULTS_SCHEMA_VERSION) {
+    throw new ResultsFormatError(`$.schemaVersion must be ${RESULTS_SCHEMA_VERSION} (got ${JSON.stringify(root.schemaVersion)})`);
+  }
+  const machine = object(root.machine, '$.machine');
+  const backend = object(root.backend, '$.backend');
+  const settings = object(root.settings, '$.settings');
+  const packages = object(root.packages, '$.packages');
+  const scenarios = array(root.scenarios, '$.scenarios').map((s, i) => parseScenario(s, `$.scenarios[${i}]`));
+  const ids = new Set<string>();
+  for (const scenario of scenarios) {
+    if (ids.has(scenario.id)) throw new ResultsFormatError(`scenario id "${scenario.id}" appears twice`);
+    ids.add(scenario.id);
+  }
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    mode: oneOf(root.mode, ['quick', 'full'] as const, '$.mode'),
+    startedAt: isoDate(root.startedAt, '$.startedAt'),
+    finishedAt: isoDate(root.finishedAt, '$.finishedAt'),
+    machine: {
+      cpus: number(machine.cpus, '$.machine.cpus'),
+      cpuModel: string(machine.cpuModel, '$.machine.cpuModel'),
+      platform: string(machine.platform, '$.machine.platform'),
+      arch: string(machine.arch, '$.machine.arch'),
+      totalMemoryBytes: number(machine.totalMemoryBytes, '$.machine.totalMemoryBytes'),
+      node: string(machine.node, '$.machine.node'),
+    },
+    packages: Object.fromEntries(
+      Object.entries(packages).map(([name, version]) => [name, version === null ? null : string(version, `$.packages.${name}`)]),
+    ),
+    backend: {
+      kind: oneOf(backend.kind, ['uri', 'mongod', 'emulator'] as const, '$.backend.kind'),
+      description: string(backend.description, '$.backend.description'),
+    },
+    settings: {
+      durationSeconds: number(settings.durationSeconds, '$.settings.durationSeconds'),
+      warmupSeconds: number(settings.warmupSeconds, '$.settings.warmupSeconds'),
+      replayKeys: number(settings.replayKeys, '$.settings.replayKeys'),
+      duplicateRate: number(settings.duplicateRate, '$.settings.duplicateRate'),
+      paymentLatencyMs: number(settings.paymentLatencyMs, '$.settings.paymentLatencyMs'),
+      concurrencyLevels: array(settings.concurrencyLevels, '$.settings.concurrencyLevels').map((level, i) =>
+        number(level, `$.settings.concurrencyLevels[${i}]`),
+      ),
+      hotKeyConcurrency: number(settings.hotKeyConcurrency, '$.settings.hotKeyConcurrency'),
+    },
+    scenarios,
+    ratios: array(root.ratios, '$.ratios').map((r, i) => parseRatio(r, `$.ratios[${i}]`)),
+  };
+}

@@ -1,0 +1,523 @@
+/**
+ * `npm run bench [-- --quick]`: starts the store and two built service
+ * processes (idempotency layer on / off), runs each scenario with a warm-up,
+ * prints the table and the ratios, and writes bench/results/<ISO date>.json.
+ * See bench/README.md for what each scenario means.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded-mongo.js';
+import { header, runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
+import {
+  computeRatios,
+  findDuplicateOrders,
+  formatReport,
+  formatScenarioRow,
+  percentile,
+  ratioDefinitions,
+  resultsFileName,
+  runPassed,
+  scenarioId,
+  serializeResults,
+  RESULTS_SCHEMA_VERSION,
+  type BenchResults,
+  type CheckResult,
+  type ScenarioResult,
+} from './report.js';
+import { startService, type ServiceProcess } from './service.js';
+import { BenchStore } from './store.js';
+
+/** dist/bench/run.js -> the repository root. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TENANT = 'bench';
+const SECRET = 'bench-secret-0123456789';
+/** Create, layer-off and raw-driver levels; replay, GET and mixed run at the first one. */
+const DEFAULT_LEVELS = [16, 64];
+/**
+ * The emulator serves one create at a time (~150 ms each here): 64 creates in
+ * flight take ~10 s to drain, longer than a quick scenario, so --quick on the
+ * emulator defaults to lower levels (--concurrency overrides).
+ */
+const EMULATOR_QUICK_LEVELS = [4, 16];
+/** 409s and replays are cheap, so the hot key keeps its 64 clients everywhere. */
+const HOT_KEY_CONCURRENCY = 64;
+const DUPLICATE_RATE = 0.05;
+
+const ORDER_BODY = JSON.stringify({
+  customerId: 'cus_bench',
+  currency: 'USD',
+  items: [{ sku: 'sku_bench', quantity: 2, unitPriceMinor: 1250 }],
+  paymentMethod: { token: 'tok_visa' },
+});
+
+const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${SECRET}` };
+
+interface Settings {
+  mode: 'quick' | 'full';
+  durationSeconds: number;
+  warmupSeconds: number;
+  replayKeys: number;
+  paymentLatencyMs: number;
+  /** From --concurrency; undefined = the default for the backend. */
+  levels?: number[];
+}
+
+interface Bench {
+  settings: Settings;
+  /** Concurrency levels of this run (raw, create, layer off); the first also drives replay, GET and mixed. */
+  levels: number[];
+  store: BenchStore;
+  /** Idempotency layer on (the real service). */
+  service: ServiceProcess;
+  /** BENCH_DISABLE_IDEMPOTENCY=true: the same create work without the record. */
+  layerOff: ServiceProcess;
+  /** Prefix that keeps this run's keys apart from any other run's. */
+  runId: string;
+}
+
+function readSettings(argv: string[]): Settings {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      'replay-keys': { type: 'string' },
+      'payment-latency-ms': { type: 'string' },
+      concurrency: { type: 'string' },
+    },
+  });
+  const quick = values.quick ?? false;
+  const int = (value: string | undefined, fallback: number, name: string) => {
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!Number.isInteger(parsed) || parsed < 0) throw new Error(`--${name} must be a whole number >= 0`);
+    return parsed;
+  };
+  return {
+    mode: quick ? 'quick' : 'full',
+    durationSeconds: Math.max(1, int(values.duration, quick ? 2 : 10, 'duration')),
+    warmupSeconds: int(values.warmup, quick ? 1 : 3, 'warmup'),
+    replayKeys: Math.max(1, int(values['replay-keys'], quick ? 20 : 200, 'replay-keys')),
+    paymentLatencyMs: int(values['payment-latency-ms'], 0, 'payment-latency-ms'),
+    levels: values.concurrency === undefined ? undefined : parseLevels(values.concurrency),
+  };
+}
+
+function parseLevels(value: string): number[] {
+  const levels = value.split(',').map((part) => Number(part.trim()));
+  if (levels.length === 0 || levels.some((level) => !Number.isInteger(level) || level < 1 || level > 1024)) {
+    throw new Error('--concurrency must be a comma-separated list of whole numbers 1-1024, e.g. 16,64');
+  }
+  return levels;
+}
+
+function levelsFor(settings: Settings, backend: MongoBackend): number[] {
+  if (settings.levels) return settings.levels;
+  return backend.kind === 'emulator' && settings.mode === 'quick' ? EMULATOR_QUICK_LEVELS : DEFAULT_LEVELS;
+}
+
+// ---------------------------------------------------------------- requests
+
+function createRequest(keyFor: () => string): RequestSpec {
+  return {
+    method: 'POST',
+    path: '/v1/orders',
+    headers: HEADERS,
+    body: ORDER_BODY,
+    setupRequest: (request) => {
+      request.headers['idempotency-key'] = keyFor();
+      return request;
+    },
+  };
+}
+
+function uniqueKeys(prefix: string): () => string {
+  let sequence = 0;
+  return () => `${prefix}-${++sequence}`;
+}
+
+// ---------------------------------------------------------------- helpers
+
+function scenario(
+  id: string,
+  title: string,
+  concurrency: number,
+  measured: LoadMeasurement,
+  check: CheckResult | null,
+): ScenarioResult {
+  return { id, title, concurrency, ...measured, check };
+}
+
+function statusSummary(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .map(([status, count]) => `${status}: ${count}`)
+    .join(', ');
+}
+
+function onlyStatuses(measured: LoadMeasurement, allowed: string[]): boolean {
+  return Object.keys(measured.statusCounts).every((status) => allowed.includes(status));
+}
+
+function allStatus(measured: LoadMeasurement, status: string): CheckResult {
+  if (measured.requests === 0) return { ok: false, detail: `no response within the run; ${measured.errors} errors` };
+  const ok = measured.errors === 0 && onlyStatuses(measured, [status]);
+  return { ok, detail: ok ? `all ${status}` : `${statusSummary(measured.statusCounts)}; ${measured.errors} errors` };
+}
+
+/**
+ * Empty store, warm-up run (discarded), empty store again, measured run,
+ * wait for the requests still inside the service. (Stray writes of warm-up
+ * requests still in flight at the second clean only carry warm-up keys.)
+ */
+async function warmThenMeasure(
+  bench: Bench,
+  target: ServiceProcess,
+  connections: number,
+  requestsFor: (phase: 'warm' | 'run') => RequestSpec[],
+): Promise<LoadMeasurement> {
+  const { store, settings } = bench;
+  await store.clean();
+  if (settings.warmupSeconds > 0) {
+    await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.warmupSeconds, requests: requestsFor('warm') });
+    await store.clean();
+  }
+  const measured = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.durationSeconds, requests: requestsFor('run') });
+  await settle(bench);
+  return measured;
+}
+
+/** On a real MongoDB this returns within milliseconds; the cap only matters on the slow emulator. */
+async function settle(bench: Bench): Promise<void> {
+  const capSeconds = bench.settings.mode === 'quick' ? 2 : 10;
+  if (!(await bench.store.quiesce(capSeconds * 1000))) {
+    process.stderr.write(`  (note: orders still moving ${capSeconds} s after the load stopped; going on)\n`);
+  }
+}
+
+// ---------------------------------------------------------------- scenarios
+
+/** 1. The floor: the claim transaction (record + pending order) with the bare driver, no HTTP, no Nest. */
+async function rawDriver(bench: Bench, concurrency: number): Promise<ScenarioResult> {
+  const { store, settings } = bench;
+  await store.clean();
+  if (settings.warmupSeconds > 0) await store.rawClaimLoop(concurrency, settings.warmupSeconds, `${bench.runId}-raw-warm`);
+  await store.clean();
+  const loop = await store.rawClaimLoop(concurrency, settings.durationSeconds, `${bench.runId}-raw-c${concurrency}`);
+  await store.clean();
+  return {
+    id: scenarioId.raw(concurrency),
+    title: 'raw driver: claim transaction',
+    concurrency,
+    durationSeconds: loop.durationSeconds,
+    requests: loop.committed,
+    reqPerSec: loop.committed / loop.durationSeconds,
+    p50Ms: percentile(loop.latencies, 50),
+    p99Ms: percentile(loop.latencies, 99),
+    errors: loop.failed,
+    non2xx: 0,
+    statusCounts: {},
+    check: { ok: loop.failed === 0, detail: `${loop.committed} committed, ${loop.failed} failed` },
+  };
+}
+
+/** 2 and 3. POST /v1/orders with a fresh key per request, on the real service or with the layer off. */
+async function createUniqueKeys(bench: Bench, concurrency: number, layer: 'on' | 'off'): Promise<ScenarioResult> {
+  const target = layer === 'on' ? bench.service : bench.layerOff;
+  const measured = await warmThenMeasure(bench, target, concurrency, (phase) => [
+    createRequest(uniqueKeys(`${bench.runId}-create-${layer}-c${concurrency}-${phase}`)),
+  ]);
+  return layer === 'on'
+    ? scenario(scenarioId.create(concurrency), 'create, unique keys', concurrency, measured, allStatus(measured, '201'))
+    : scenario(scenarioId.createLayerOff(concurrency), 'create, unique keys, idempotency layer OFF', concurrency, measured, allStatus(measured, '201'));
+}
+
+/** 4. Replay of completed keys (all 201 + Idempotent-Replayed) against GET /v1/orders/:id of the same orders. */
+async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
+  const { store, settings, service } = bench;
+  const concurrency = bench.levels[0];
+  await store.clean();
+  const seeded = await seedOrders(service, `${bench.runId}-replay`, settings.replayKeys, Math.min(4, concurrency));
+  await settle(bench);
+  const keys = seeded.map((order) => order.key);
+  const orderIds = seeded.map((order) => order.id);
+
+  const replayRequests = () => {
+    const tally = { replayed: 0, other: 0 };
+    let next = 0;
+    const request: RequestSpec = {
+      ...createRequest(() => keys[next++ % keys.length]),
+      onResponse: (status, _body, _context, headers) => {
+        if (status === 201 && header(headers, 'idempotent-replayed') === 'true') tally.replayed++;
+        else tally.other++;
+      },
+    };
+    return { tally, requests: [request] };
+  };
+  const getRequests = (): RequestSpec[] => {
+    let next = 0;
+    return [
+      {
+        method: 'GET',
+        headers: { authorization: HEADERS.authorization },
+        setupRequest: (request) => {
+          request.path = `/v1/orders/${orderIds[next++ % orderIds.length]}`;
+          return request;
+        },
+      },
+    ];
+  };
+
+  const run = (requests: RequestSpec[], durationSeconds: number) =>
+    runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests });
+  const ordersBefore = await store.db.collection('orders').countDocuments({});
+  if (settings.warmupSeconds > 0) await run(replayRequests().requests, settings.warmupSeconds);
+  const replay = replayRequests();
+  const replayed = await run(replay.requests, settings.durationSeconds);
+  await settle(bench);
+  const ordersAfter = await store.db.collection('orders').countDocuments({});
+  if (settings.warmupSeconds > 0) await run(getRequests(), settings.warmupSeconds);
+  const got = await run(getRequests(), settings.durationSeconds);
+  await store.clean();
+
+  const replayOk = replay.tally.other === 0 && replayed.requests > 0 && replayed.errors === 0 && ordersAfter === ordersBefore;
+  const replayCheck: CheckResult = {
+    ok: replayOk,
+    detail:
+      (replayOk ? 'all 201 + Idempotent-Replayed' : `${replay.tally.other} not replayed (${statusSummary(replayed.statusCounts)})`) +
+      ` over ${keys.length} keys; orders ${ordersBefore} -> ${ordersAfter}`,
+  };
+  return [
+    scenario(scenarioId.replay(concurrency), 'replay of completed keys', concurrency, replayed, replayCheck),
+    scenario(scenarioId.get(concurrency), 'GET /v1/orders/:id (same orders)', concurrency, got, allStatus(got, '200')),
+  ];
+}
+
+/**
+ * Creates `count` orders, `concurrency` requests at a time, and returns their keys and
+ * ids. A key whose create does not answer 201 is dropped for a fresh one (on
+ * the emulator some do: it loses writes under concurrency), up to 3x `count`.
+ */
+async function seedOrders(service: ServiceProcess, prefix: string, count: number, concurrency: number): Promise<{ key: string; id: string }[]> {
+  const seeded: { key: string; id: string }[] = [];
+  const failures: string[] = [];
+  let attempts = 0;
+  const worker = async () => {
+    while (seeded.length < count && attempts < 3 * count) {
+      const key = `${prefix}-${attempts++}`;
+      const response = await fetch(`${service.baseUrl}/v1/orders`, {
+        method: 'POST',
+        headers: { ...HEADERS, 'idempotency-key': key },
+        body: ORDER_BODY,
+      });
+      const body = (await response.json()) as { id?: string };
+      if (response.status === 201 && body.id) seeded.push({ key, id: body.id });
+      else failures.push(String(response.status));
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  if (failures.length > 0) process.stderr.write(`  (seeding: ${failures.length} creates did not answer 201: ${[...new Set(failures)].join(', ')})\n`);
+  if (seeded.length === 0) throw new Error('seeding the replay scenario: no create answered 201');
+  return seeded.slice(0, count);
+}
+
+/** 5. Unique keys with 5% of requests reusing a recent key (some still in flight); then count duplicate orders. */
+async function mixedDuplicates(bench: Bench): Promise<ScenarioResult> {
+  const concurrency = bench.levels[0];
+  const every = Math.round(1 / DUPLICATE_RATE);
+  let duplicatesSent = 0;
+  const measured = await warmThenMeasure(bench, bench.service, concurrency, (phase) => {
+    const fresh = uniqueKeys(`${bench.runId}-mixed-${phase}`);
+    const recent: string[] = [];
+    let sequence = 0;
+    return [
+      createRequest(() => {
+        sequence++;
+        if (sequence % every === 0 && recent.length > 0) {
+          if (phase === 'run') duplicatesSent++;
+          return recent[(sequence / every) % recent.length];
+        }
+        const key = fresh();
+        recent.push(key);
+        if (recent.length > 2 * concurrency) recent.shift();
+        return key;
+      }),
+    ];
+  });
+  const duplicates = findDuplicateOrders(await bench.store.orderKeyStates());
+  // With no repeated key sent (a run too short or too slow), "no duplicates" proves nothing.
+  const ok = duplicates.length === 0 && duplicatesSent > 0 && measured.errors === 0 && onlyStatuses(measured, ['201', '409']);
+  const check: CheckResult = {
+    ok,
+    detail: `duplicate orders: ${duplicates.length}; ${duplicatesSent} repeated keys sent; ${statusSummary(measured.statusCounts)}`,
+  };
+  await bench.store.clean();
+  return scenario(scenarioId.mixed(concurrency), `mixed, ${DUPLICATE_RATE * 100}% duplicate keys`, concurrency, measured, check);
+}
+
+/** 6. Every client on one key: only 201 (first or replay) or 409 (in flight), and one order in the database. */
+async function hotKey(bench: Bench): Promise<ScenarioResult> {
+  const concurrency = HOT_KEY_CONCURRENCY;
+  const keyOf = (phase: string) => `${bench.runId}-hot-${phase}`;
+  const measured = await warmThenMeasure(bench, bench.service, concurrency, (phase) => [createRequest(() => keyOf(phase))]);
+  const orders = await bench.store.orderKeyStates({ 'idempotency.recordId': { $regex: `:${keyOf('run')}$` } });
+  const live = orders.filter((order) => order.state !== 'failed').length;
+  const ok = live === 1 && measured.errors === 0 && onlyStatuses(measured, ['201', '409']);
+  const check: CheckResult = { ok, detail: `${live} live order(s) for the key; ${statusSummary(measured.statusCounts)}` };
+  await bench.store.clean();
+  return scenario(scenarioId.hotKey(concurrency), 'hot key: all clients on one key', concurrency, measured, check);
+}
+
+// ---------------------------------------------------------------- run
+
+function packageVersions(): Record<string, string | null> {
+  const version = (...candidates: string[]): string | null => {
+    for (const candidate of candidates) {
+      const file = join(ROOT, candidate, 'package.json');
+      if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? null;
+    }
+    return null;
+  };
+  return {
+    mongoose: version('node_modules/mongoose'),
+    mongodb: version('node_modules/mongodb'),
+    'mongodb (used by mongoose)': version('node_modules/mongoose/node_modules/mongodb', 'node_modules/mongodb'),
+    '@nestjs/core': version('node_modules/@nestjs/core'),
+    '@nestjs/platform-fastify': version('node_modules/@nestjs/platform-fastify'),
+    fastify: version('node_modules/@nestjs/platform-fastify/node_modules/fastify', 'node_modules/fastify'),
+    autocannon: version('node_modules/autocannon'),
+  };
+}
+
+async function serverVersion(store: BenchStore): Promise<string | null> {
+  try {
+    const info = await store.db.admin().command({ buildInfo: 1 });
+    return typeof info.version === 'string' ? info.version : null;
+  } catch {
+    return null;
+  }
+}
+
+async function runScenarios(bench: Bench, record: (result: ScenarioResult, seconds: number) => void): Promise<void> {
+  const timed = async (run: () => Promise<ScenarioResult | ScenarioResult[]>) => {
+    const started = Date.now();
+    const results = [await run()].flat();
+    for (const result of results) record(result, (Date.now() - started) / 1000 / results.length);
+  };
+  for (const concurrency of bench.levels) await timed(() => rawDriver(bench, concurrency));
+  for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'on'));
+  for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'off'));
+  await timed(() => replayAndGet(bench));
+  await timed(() => mixedDuplicates(bench));
+  await timed(() => hotKey(bench));
+}
+
+async function main(): Promise<number> {
+  const settings = readSettings(process.argv.slice(2));
+  const startedAt = new Date();
+  const stamp = startedAt.getTime();
+  const names = { db: `bench_${stamp}`, simulator: `bench_${stamp}_payment_simulator` };
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = async () => {
+    while (cleanups.length > 0) await cleanups.pop()!().catch((error: Error) => process.stderr.write(`cleanup: ${error.message}\n`));
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`\n${signal}: stopping the services and the store\n`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  try {
+    const backend: MongoBackend = await resolveMongoBackend(process.env);
+    cleanups.push(() => backend.stop());
+    console.log(`MongoDB backend: ${backend.kind} - ${backend.description}`);
+    if (backend.kind === 'emulator') console.log('  (the emulator: figures below say nothing about MongoDB)');
+
+    const serviceOptions = {
+      root: ROOT,
+      mongoUri: backend.uri,
+      dbName: names.db,
+      simulatorDbName: names.simulator,
+      paymentLatencyMs: settings.paymentLatencyMs,
+      apiKeys: `${TENANT}:${SECRET}`,
+    };
+    const services = await Promise.allSettled([
+      startService({ ...serviceOptions, name: 'service (layer on)', disableIdempotency: false }),
+      startService({ ...serviceOptions, name: 'service (layer off)', disableIdempotency: true }),
+    ]);
+    for (const started of services) if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
+    const failed = services.find((started) => started.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const [service, layerOff] = services.map((started) => (started as PromiseFulfilledResult<ServiceProcess>).value);
+    console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
+
+    const store = await BenchStore.connect(backend.uri, names.db, names.simulator);
+    cleanups.push(() => store.close());
+    if (backend.kind === 'uri') cleanups.push(() => store.dropBenchDatabases());
+    const version = await serverVersion(store);
+
+    const levels = levelsFor(settings, backend);
+    if (!settings.levels && levels !== DEFAULT_LEVELS) {
+      console.log(`  (emulator, quick: concurrency ${levels.join(', ')} instead of ${DEFAULT_LEVELS.join(', ')}; --concurrency overrides)`);
+    }
+    const bench: Bench = { settings, levels, store, service, layerOff, runId: randomBytes(4).toString('hex') };
+    const scenarios: ScenarioResult[] = [];
+    console.log(`Running (${settings.mode}: ${settings.durationSeconds} s per scenario, ${settings.warmupSeconds} s warm-up)...`);
+    await runScenarios(bench, (result, seconds) => {
+      scenarios.push(result);
+      console.log(`  [${seconds.toFixed(1).padStart(4)} s] ${formatScenarioRow(result)}`);
+    });
+
+    const results: BenchResults = {
+      schemaVersion: RESULTS_SCHEMA_VERSION,
+      mode: settings.mode,
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      machine: {
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+        platform: os.platform(),
+        arch: os.arch(),
+        totalMemoryBytes: os.totalmem(),
+        node: process.version,
+      },
+      packages: packageVersions(),
+      backend: { kind: backend.kind, description: version ? `${backend.description}, server ${version}` : backend.description },
+      settings: {
+        durationSeconds: settings.durationSeconds,
+        warmupSeconds: settings.warmupSeconds,
+        replayKeys: settings.replayKeys,
+        duplicateRate: DUPLICATE_RATE,
+        paymentLatencyMs: settings.paymentLatencyMs,
+        concurrencyLevels: levels,
+        hotKeyConcurrency: HOT_KEY_CONCURRENCY,
+      },
+      scenarios,
+      ratios: computeRatios(scenarios, ratioDefinitions(bench.levels, bench.levels[0])),
+    };
+    console.log(`\n${formatReport(results)}`);
+    const dir = join(ROOT, 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, resultsFileName(startedAt));
+    writeFileSync(file, serializeResults(results));
+    console.log(`Results written to ${file}`);
+    return runPassed(results) ? 0 : 1;
+  } finally {
+    await cleanup();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`Benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,124 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** A built service (`node dist/src/main.js`) running as a child process for the benchmark. */
+export interface ServiceProcess {
+  name: string;
+  baseUrl: string;
+  pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  name: string;
+  /** Repository root (holds dist/src/main.js). */
+  root: string;
+  mongoUri: string;
+  dbName: string;
+  simulatorDbName: string;
+  disableIdempotency: boolean;
+  paymentLatencyMs: number;
+  apiKeys: string;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+const STOP_GRACE_MS = 5_000;
+
+export async function startService(options: ServiceOptions): Promise<ServiceProcess> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test', // BENCH_DISABLE_IDEMPOTENCY is refused in production
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    MONGODB_URI: options.mongoUri,
+    MONGODB_DB_NAME: options.dbName,
+    PAYMENT_SIMULATOR_DB_NAME: options.simulatorDbName,
+    PAYMENT_SIMULATOR_LATENCY_MS: String(options.paymentLatencyMs),
+    API_KEYS: options.apiKeys,
+    REAPER_ENABLED: 'false',
+    RATE_LIMIT_PER_KEY_PER_MINUTE: '0',
+    RATE_LIMIT_PER_TENANT_PER_MINUTE: '0',
+    BENCH_DISABLE_IDEMPOTENCY: String(options.disableIdempotency),
+    FAULT_INJECTION: 'false',
+    SHUTDOWN_GRACE_MS: '2000',
+  };
+  delete env.FAULT_CRASH_AT;
+  const child = spawn(process.execPath, [join(options.root, 'dist', 'src', 'main.js')], {
+    cwd: options.root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = keepTail(child);
+  const service: ServiceProcess = {
+    name: options.name,
+    baseUrl: `http://127.0.0.1:${port}`,
+    pid: child.pid,
+    stop: () => stopChild(child),
+  };
+  try {
+    await waitUntilReady(service, child);
+  } catch (error) {
+    await service.stop();
+    throw new Error(`${options.name}: ${(error as Error).message}\n--- last output ---\n${output().join('\n')}`);
+  }
+  return service;
+}
+
+async function waitUntilReady(service: ServiceProcess, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`exited before ready (code ${child.exitCode}, signal ${child.signalCode})`);
+    }
+    try {
+      const response = await fetch(`${service.baseUrl}/health/ready`, { signal: AbortSignal.timeout(2000) });
+      await response.arrayBuffer();
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`GET /health/ready did not answer 200 within ${READY_TIMEOUT_MS / 1000} s`);
+}
+
+/** The last lines the child printed, for the error message when it fails to start. */
+function keepTail(child: ChildProcess, max = 40): () => string[] {
+  const lines: string[] = [];
+  const collect = (chunk: Buffer) => {
+    lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    if (lines.length > max) lines.splice(0, lines.length - max);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return () => lines;
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
