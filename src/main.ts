@@ -11,20 +11,26 @@ import { EMULATOR_GAPS, resolveMongoBackend, type MongoBackend } from './databas
 async function bootstrap(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   const config = loadConfiguration(process.env);
-  const logger = new Logger('Bootstrap');
+  // Said once the JSON logger is in place, so every line of the process has one format.
+  const notices: { level: 'log' | 'warn'; message: string }[] = [];
 
   let backend: MongoBackend | undefined;
   if (!config.mongo.uri) {
     backend = await resolveMongoBackend(process.env);
+    const embedded = backend;
+    // The embedded server is a child process: take it down with us, however we exit.
+    process.once('exit', () => void embedded.stop());
     process.env.MONGODB_URI = backend.uri;
-    logger.log(`No MONGODB_URI: started an embedded ${backend.description} at ${backend.uri}`);
-    if (backend.kind === 'emulator') logger.warn(`Embedded MongoDB is an emulator, for development only. Gaps: ${EMULATOR_GAPS}`);
+    notices.push({ level: 'log', message: `No MONGODB_URI: started an embedded ${backend.description} at ${backend.uri}` });
+    if (backend.kind === 'emulator') {
+      notices.push({ level: 'warn', message: `Embedded MongoDB is an emulator, for development only. Gaps: ${EMULATOR_GAPS}` });
+    }
   }
   if (config.security.usingDevApiKey) {
-    logger.warn('API_KEYS is not set: one dev tenant "dev" with the secret "dev-secret-change-me" (never in production)');
+    notices.push({ level: 'warn', message: 'API_KEYS is not set: one dev tenant "dev" with the secret "dev-secret-change-me" (never in production)' });
   }
   if (config.idempotency.usingDevEncryptionKey) {
-    logger.warn('IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)');
+    notices.push({ level: 'warn', message: 'IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)' });
   }
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.app.bodyLimitBytes), {
@@ -32,6 +38,8 @@ async function bootstrap(): Promise<void> {
     abortOnError: false,
   });
   await configureApp(app);
+  const logger = new Logger('Bootstrap');
+  for (const notice of notices) logger[notice.level](notice.message);
   // SIGTERM: Nest's shutdown hooks stop the reaper and relay, close Fastify - which stops accepting
   // and drains in-flight requests - then close the pool, and exit (so 'exit' handlers run).
   // Past SHUTDOWN_GRACE_MS (a stalled provider call, say) the process exits anyway.
@@ -39,8 +47,6 @@ async function bootstrap(): Promise<void> {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => setTimeout(() => process.exit(1), config.app.shutdownGraceMs).unref());
   }
-  // The embedded server is a child process: take it down with us, however we exit.
-  if (backend) process.once('exit', () => void backend.stop());
   await app.listen(config.app.port, config.app.host);
   logger.log(`Listening on ${await app.getUrl()} (NODE_ENV=${config.app.env})`);
 }
