@@ -5,11 +5,6 @@ import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
-/**
- * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
- * exercise exactly what production runs. (Signal handling is process-wide,
- * so main.ts subscribes to SIGTERM itself; tests close their apps.)
- */
 /** One counter and one histogram sample per response, labelled by route template (never the raw URL). */
 function countRequests(app: NestFastifyApplication): void {
   const metrics = app.get(MetricsService);
@@ -27,6 +22,11 @@ export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
   return new FastifyAdapter({ bodyLimit: bodyLimitBytes, trustProxy: true, return503OnClosing: true });
 }
 
+/**
+ * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
+ * exercise exactly what production runs. (Signal handling is process-wide,
+ * so main.ts subscribes to SIGTERM itself; tests close their apps.)
+ */
 export async function configureApp(app: NestFastifyApplication): Promise<INestApplication> {
   app.useLogger(app.get(PinoLogger));
   app.enableVersioning({ type: VersioningType.URI, defaultVersion: '1' });

@@ -113,7 +113,7 @@ describe('Idempotency-Key contract on POST /v1/orders', () => {
     expect(a.body.id).not.toBe(b.body.id);
     const ids = (await t.db.collection('idempotency_records').find({}).toArray()).map((r) => r._id).sort();
     expect(ids).toEqual(['acme:orders-service:orders.create:v1:k-shared', 'globex:orders-service:orders.create:v1:k-shared']);
-    // Another tenant reusing the key with another body is not a conflict either.
+    // Within one tenant the key is still bound to its body.
     await post('k-shared', orderBody({ customerId: 'cus_9' }), 'globex').expect(422);
     await t.http().get(`/v1/orders/${a.body.id}`).set(auth('globex')).expect(404);
   });
@@ -222,6 +222,25 @@ describe('retention and in-flight waiting', () => {
     expect(await t.db.collection('idempotency_records').countDocuments()).toBe(1);
     const metrics = await t.http().get('/metrics').expect(200);
     expect(metrics.text).toMatch(/idempotency_keys_expired_total\{operation="orders.create"\} 1/);
+  });
+
+  it('keeps a key at least its TTL after it finishes: a late finish is replayed, not run again', async () => {
+    const hold = gateway.holdNextCharge('before');
+    const first = post('k-late').then((r) => r);
+    await hold.reached;
+    await new Promise((resolve) => setTimeout(resolve, 1200)); // past the key's 1 s retention
+    hold.release();
+    const done = await first;
+    expect(done.status).toBe(201);
+    expect(new Date(done.headers['idempotency-expires']).getTime()).toBeGreaterThan(Date.now() - 1000);
+    const record = await t.db.collection('idempotency_records').findOne({});
+    expect(record!.expiresAt.getTime()).toBeGreaterThan(Date.now());
+
+    // The reply was lost; the retry comes at once: the same order, not a second charge.
+    const retry = await post('k-late').expect(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body.id).toBe(done.body.id);
+    expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(1);
   });
 
   it('sets purgeAt (TTL garbage collection) only once a record is final', async () => {

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
+import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
+import { ControllableGateway } from './support/controllable-gateway.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const keyA = randomBytes(32).toString('base64');
@@ -111,6 +113,16 @@ describe('security: no oracle, erasure, rate limits', () => {
     expect(live.body.code).toBe('idempotency_lease_active');
     expect(Number(live.headers['retry-after'])).toBeGreaterThan(50);
   });
+
+  it('admin API: releasing an expired lease hands the key to the reaper, which reconciles it now', async () => {
+    // A provider outage leaves the key pending with its lease given back (expired).
+    await post('k-release', orderBody({ paymentMethod: { token: 'tok_provider_down' } })).expect(503);
+    const res = await t.http().post('/v1/idempotency-keys/k-release/release').set(auth()).expect(200);
+    expect(res.body).toEqual({ decision: 'abandoned' });
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'failed', response: null });
+    expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'failed', failureReason: 'abandoned' });
+    await t.http().post('/v1/idempotency-keys/k-release/release').set(auth()).expect(404);
+  });
 });
 
 describe('security: rate limits', () => {
@@ -215,5 +227,42 @@ describe('security: fuzzing POST /v1/orders', () => {
     expect(valid).toBeGreaterThan(0);
     // Every order in the database came from a 201 (invalid requests changed nothing).
     expect(await t.db.collection('orders').countDocuments({ state: 'saved' })).toBe(valid);
+  });
+});
+
+describe('security: erasure while the customer has an order in flight', () => {
+  let t: TestApp;
+  let gateway: ControllableGateway;
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'test_erasure_inflight',
+      override: (builder) => builder.overrideProvider(PaymentGateway).useClass(ControllableGateway),
+    });
+    gateway = t.app.get(PaymentGateway) as ControllableGateway;
+  });
+  afterAll(async () => t.close());
+
+  it('the order finishing after the erasure stores and publishes no personal data', async () => {
+    const hold = gateway.holdNextCharge('before');
+    const inFlight = t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-inflight-gdpr').send(orderBody({ customerId: 'cus_gone' })).then((r) => r);
+    await hold.reached;
+    await t.http().delete('/v1/customers/cus_gone/data').set(auth()).expect(200);
+    hold.release();
+
+    const done = await inFlight;
+    expect(done.status).toBe(201);
+    expect(done.body.customerId).toMatch(/^erased_/);
+    const replay = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-inflight-gdpr').send(orderBody({ customerId: 'cus_gone' })).expect(201);
+    expect(replay.text).not.toContain('cus_gone');
+    const stored = JSON.stringify([
+      await t.db.collection('orders').find({}).toArray(),
+      await t.db.collection('outbox_events').find({}).toArray(),
+      await t.db.collection('idempotency_records').find({}).toArray(),
+    ]);
+    expect(stored).not.toContain('cus_gone');
+    // A second erasure still finds the record (by digest) and erases its stored response.
+    const again = await t.http().delete('/v1/customers/cus_gone/data').set(auth()).expect(200);
+    expect(again.body.counts.idempotencyRecords).toBe(1);
+    await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-inflight-gdpr').send(orderBody({ customerId: 'cus_gone' })).expect(410);
   });
 });

@@ -10,6 +10,7 @@ export const ERROR_STATUS: Record<string, number> = {
   idempotency_key_reused: 422,
   idempotency_key_not_found: 404,
   idempotency_lease_active: 409,
+  idempotency_operation_required: 400,
   response_erased: 410,
   invalid_customer_id: 400,
   order_not_found: 404,

@@ -17,6 +17,7 @@ describe('mongo error classification', () => {
     ['bulk write wrapping a refused connection', named('MongoBulkWriteError', 'connect ECONNREFUSED 127.0.0.1:1')],
     ['transient label', named('MongoServerError', 'x', { hasErrorLabel: (l: string) => l === 'TransientTransactionError' })],
     ['wrapped in a cause', Object.assign(new Error('outer'), { cause: named('MongoNetworkError') })],
+    ['a write conflict that outlived the retries', named('MongoServerError', 'WriteConflict', { code: 112 })],
   ])('treats %s as store unavailable', (_, error) => {
     expect(isStoreUnavailable(error)).toBe(true);
   });

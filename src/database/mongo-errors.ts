@@ -32,15 +32,16 @@ const UNAVAILABLE_LABELS = ['TransientTransactionError', 'RetryableWriteError', 
 const NETWORK_FAILURE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH/;
 
 /**
- * The store cannot be reached or cannot commit right now (also when the
- * driver wraps that in a bulk-write or transaction error): the request is
+ * The store cannot be reached or cannot commit right now - unreachable, or a
+ * write conflict that outlived the transaction retries - also when the
+ * driver wraps that in a bulk-write or transaction error: the request is
  * refused with 503 + Retry-After, never processed without the store.
  */
 export function isStoreUnavailable(error: unknown): boolean {
   let current = error as (Error & { cause?: unknown }) | undefined;
   for (let depth = 0; current && depth < 5; depth++, current = current.cause as typeof current) {
     const name = current.name ?? '';
-    if (UNAVAILABLE_NAMES.has(name) || name.endsWith('ServerSelectionError')) return true;
+    if (UNAVAILABLE_NAMES.has(name) || name.endsWith('ServerSelectionError') || isWriteConflict(current)) return true;
     if (name.startsWith('Mongo') && (UNAVAILABLE_LABELS.some((label) => hasLabel(current, label)) || NETWORK_FAILURE.test(current.message ?? ''))) {
       return true;
     }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
-import { IdempotencyKeyNotFoundError, IdempotencyLeaseActiveError } from './idempotency.errors.js';
+import { IdempotencyKeyNotFoundError, IdempotencyLeaseActiveError, IdempotencyOperationRequiredError } from './idempotency.errors.js';
 import type { IdempotencyRecord } from './idempotency-record.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { IdempotencyReaper, type ReaperDecision } from './idempotency-reaper.js';
@@ -40,11 +40,13 @@ export class IdempotencyAdminService {
    * Hands a pending record whose lease expired to the reaper now, instead of
    * waiting for its next pass. A live lease is refused: someone is working on it.
    */
-  async release(tenant: string, clientKey: string, operation: string): Promise<{ decision: ReaperDecision }> {
-    const record = (await this.records.findByClientKey(tenant, clientKey)).find(
-      (candidate) => candidate.operation === operation && candidate.status === 'pending',
+  async release(tenant: string, clientKey: string, operation?: string): Promise<{ decision: ReaperDecision }> {
+    const pending = (await this.records.findByClientKey(tenant, clientKey)).filter(
+      (candidate) => candidate.status === 'pending' && (operation === undefined || candidate.operation === operation),
     );
-    if (!record) throw new IdempotencyKeyNotFoundError();
+    if (pending.length === 0) throw new IdempotencyKeyNotFoundError();
+    if (pending.length > 1) throw new IdempotencyOperationRequiredError();
+    const [record] = pending;
     const now = this.clock.now();
     if (record.lease && record.lease.expiresAt > now) {
       throw new IdempotencyLeaseActiveError(retryAfterSeconds(record.lease.expiresAt, now));

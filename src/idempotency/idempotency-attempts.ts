@@ -3,7 +3,7 @@ import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import type { IdempotentResponse, Lease } from './idempotency-record.js';
+import type { IdempotentResponse, Lease, StoredResponseDoc } from './idempotency-record.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
 import { StoredResponses } from './stored-responses.js';
@@ -36,13 +36,31 @@ export class IdempotencyAttempts {
   async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
     if (this.app.benchDisableIdempotency) return;
     const sealed = this.responses.seal(lease.recordId, lease.schemaVersion, response);
-    await this.metrics.timeStore('complete', () => this.records.finish(session, lease, 'complete', recoveryPoint, sealed, this.clock.now()));
+    await this.finish(session, lease, 'complete', recoveryPoint, sealed);
   }
 
   /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
   async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
     if (this.app.benchDisableIdempotency) return;
     const sealed = response ? this.responses.seal(lease.recordId, lease.schemaVersion, response) : null;
-    await this.metrics.timeStore('fail', () => this.records.finish(session, lease, 'failed', recoveryPoint, sealed, this.clock.now()));
+    await this.finish(session, lease, 'failed', recoveryPoint, sealed);
+  }
+
+  /**
+   * Retention runs from first use and, at least, from the end: an attempt
+   * resumed late in its window is not stored already expired (a lost reply's
+   * retry would otherwise run again as a new claim).
+   */
+  private async finish(
+    session: ClientSession,
+    lease: Lease,
+    status: 'complete' | 'failed',
+    recoveryPoint: string,
+    sealed: StoredResponseDoc | null,
+  ): Promise<void> {
+    const now = this.clock.now();
+    const retainUntil = new Date(Math.max(lease.keyExpiresAt.getTime(), now.getTime() + lease.ttlSeconds * 1000));
+    await this.metrics.timeStore(status, () => this.records.finish(session, lease, status, recoveryPoint, sealed, now, retainUntil));
+    lease.keyExpiresAt = retainUntil;
   }
 }

@@ -20,9 +20,9 @@ export class IdempotencyKeysController {
   @Post(':key/release')
   @HttpCode(200)
   @ApiOperation({ summary: 'Hand a pending key whose lease expired to the reaper now (never a live lease)' })
-  @ApiQuery({ name: 'operation', required: false, example: 'orders.create' })
+  @ApiQuery({ name: 'operation', required: false, description: 'Needed only when the key is pending for several operations' })
   @ApiResponse({ status: 409, description: '`idempotency_lease_active`: a live request holds the key' })
-  release(@Tenant() tenant: string, @Param('key') key: string, @Query('operation') operation = 'orders.create') {
-    return this.admin.release(tenant, parseIdempotencyKey(key), String(operation));
+  release(@Tenant() tenant: string, @Param('key') key: string, @Query('operation') operation?: string) {
+    return this.admin.release(tenant, parseIdempotencyKey(key), typeof operation === 'string' ? operation : undefined);
   }
 }

@@ -14,7 +14,7 @@ export type ReconcileDecision = 'completed' | 'abandoned';
 /**
  * A consumer's recovery for one operation: given the lease on a stale
  * pending record, drive the attempt to a final state (and finish the record
- * through IdempotencyService.complete/fail) without any new side effect it
+ * through IdempotencyAttempts.complete/fail) without any new side effect it
  * cannot verify - orders asks the provider, it never charges from here.
  */
 export type Reconciler = (lease: Lease) => Promise<ReconcileDecision>;
@@ -80,7 +80,9 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
     const deadline = Date.now() + this.config.timeBudgetMs;
     this.metrics.reaperRuns.inc();
     try {
-      for (const record of await this.records.findStale(this.clock.now(), this.config.batchSize)) {
+      // Only operations someone can reconcile: others would fill every batch and starve the rest.
+      const operations = [...this.reconcilers.keys()];
+      for (const record of await this.records.findStale(operations, this.clock.now(), this.config.batchSize)) {
         if (Date.now() >= deadline) break;
         run.examined++;
         const decision = await this.reap(record);

@@ -15,7 +15,7 @@ export class RecordRaceLostError extends Error {
   }
 }
 
-export interface OlderSchemaScope {
+export interface KeyScopeFields {
   tenant: string;
   clientKey: string;
   operation: string;
@@ -24,14 +24,16 @@ export interface OlderSchemaScope {
 
 export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
 
-export function leaseOf(record: Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion'>, lease: RecordLease): Lease {
+type LeaseSource = Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion' | 'ttlSeconds'>;
+
+export function leaseOf(record: LeaseSource, lease: RecordLease): Lease {
   return {
     recordId: record._id,
     owner: lease.owner,
     attempt: record.attempt,
     claimId: deriveClaimId(record._id, record.createdAt, record.attempt),
     schemaVersion: record.schemaVersion,
-    leaseExpiresAt: lease.expiresAt,
+    ttlSeconds: record.ttlSeconds,
     keyExpiresAt: record.expiresAt,
     recoveryPoint: record.recoveryPoint,
   };
@@ -61,17 +63,17 @@ export class IdempotencyRecordRepository {
   }
 
   /**
-   * A live record of the same key under an older response schema version:
-   * after a version bump it still owns the key, so a retry straddling the
-   * deploy is never executed twice.
+   * A live record of the same key under another response schema version.
+   * Across a version bump - and during a rolling deploy, in both directions -
+   * it still owns the key, so a retry straddling the deploy never runs twice.
    */
-  findUnderOlderSchema(scope: OlderSchemaScope, now: Date, session?: ClientSession): Promise<IdempotencyRecord | null> {
+  findUnderOtherSchema(scope: KeyScopeFields, now: Date, session?: ClientSession): Promise<IdempotencyRecord | null> {
     return this.records
       .findOne({
         tenant: scope.tenant,
         clientKey: scope.clientKey,
         operation: scope.operation,
-        schemaVersion: { $lt: scope.schemaVersion },
+        schemaVersion: { $ne: scope.schemaVersion },
         $or: [{ status: 'pending' }, { expiresAt: { $gt: now } }],
       })
       .sort({ schemaVersion: -1 })
@@ -147,10 +149,11 @@ export class IdempotencyRecordRepository {
     recoveryPoint: string,
     response: StoredResponseDoc | null,
     now: Date,
+    retainUntil: Date,
   ): Promise<void> {
     const result = await this.records.updateOne(
       { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-      { $set: { status, recoveryPoint, response, lease: null, updatedAt: now, purgeAt: lease.keyExpiresAt } },
+      { $set: { status, recoveryPoint, response, lease: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
       { session },
     );
     if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
@@ -165,20 +168,24 @@ export class IdempotencyRecordRepository {
     return result.matchedCount === 1;
   }
 
-  findForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
-    return this.records.find({ tenant, subject }).session(session).lean<IdempotencyRecord[]>().exec();
+  findFinishedForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
+    return this.records
+      .find({ tenant, subject, status: { $in: ['complete', 'failed'] } })
+      .session(session)
+      .lean<IdempotencyRecord[]>()
+      .exec();
   }
 
-  /** Erasure: the stored response is replaced and the record no longer names its subject. */
+  /** Erasure: the stored response is replaced and the record no longer points at its subject. */
   async redact(session: ClientSession, recordId: string, response: StoredResponseDoc | null, now: Date): Promise<void> {
     const set = response ? { response, subject: null, updatedAt: now } : { subject: null, updatedAt: now };
     await this.records.updateOne({ _id: recordId }, { $set: set }, { session });
   }
 
-  /** Pending records whose lease ran out, oldest lease first: the reaper's work list. */
-  findStale(now: Date, limit: number): Promise<IdempotencyRecord[]> {
+  /** Pending records of these operations whose lease ran out, oldest lease first: the reaper's work list. */
+  findStale(operations: string[], now: Date, limit: number): Promise<IdempotencyRecord[]> {
     return this.records
-      .find({ status: 'pending', 'lease.expiresAt': { $lte: now } })
+      .find({ status: 'pending', 'lease.expiresAt': { $lte: now }, operation: { $in: operations } })
       .sort({ 'lease.expiresAt': 1 })
       .limit(limit)
       .lean<IdempotencyRecord[]>()

@@ -33,12 +33,14 @@ export interface IdempotencyRecord {
   fingerprint: Fingerprint;
   /** Response schema version (also part of the scope key). */
   schemaVersion: number;
+  /** Retention of this key: it is kept at least this long after it is first used and after it finishes. */
+  ttlSeconds: number;
   /** Fencing counter: +1 each time a failed attempt is restarted. */
   attempt: number;
   lease: RecordLease | null;
   /** Where the consumer's work stands (orders: pending, charged, ...). */
   recoveryPoint: string | null;
-  /** Consumer-chosen data subject (orders: the customer id), for erasure. */
+  /** Digest of the consumer's data subject (orders: the customer id), for erasure; never the id itself. */
   subject: string | null;
   response: StoredResponseDoc | null;
   createdAt: Date;
@@ -62,8 +64,12 @@ export interface Lease {
   attempt: number;
   claimId: string;
   schemaVersion: number;
-  leaseExpiresAt: Date;
-  /** End of the key's retention; stored responses are kept until then. */
+  ttlSeconds: number;
+  /**
+   * End of the key's retention. Finishing the attempt extends it to at least
+   * TTL from then (IdempotencyAttempts updates this field), so a response is
+   * never stored already expired.
+   */
   keyExpiresAt: Date;
   recoveryPoint: string | null;
 }

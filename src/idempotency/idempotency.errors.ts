@@ -42,6 +42,18 @@ export class LeaseLostError extends Error {
 }
 
 /**
+ * Thrown by a consumer's resume when its attempt ended failed without a
+ * response (abandoned: nothing was charged). The record is final already;
+ * the service reads it again and starts the next attempt.
+ */
+export class AttemptAbandonedError extends Error {
+  constructor(readonly recordId: string) {
+    super('Attempt abandoned; the record decides what happens next');
+    this.name = 'AttemptAbandonedError';
+  }
+}
+
+/**
  * A consumer's unique backstop (e.g. one order per claim) rejected a second
  * business write for the same claim. Consumers translate their duplicate-key
  * error into this; the idempotency service counts it and re-reads the record.
@@ -57,6 +69,13 @@ export class IdempotencyKeyNotFoundError extends DomainError {
   readonly code = 'idempotency_key_not_found';
   constructor() {
     super('No record for this Idempotency-Key in your account.');
+  }
+}
+
+export class IdempotencyOperationRequiredError extends DomainError {
+  readonly code = 'idempotency_operation_required';
+  constructor() {
+    super('This key is pending for several operations; name one with ?operation=.');
   }
 }
 

@@ -9,12 +9,19 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { deriveClaimId } from './claim-id.js';
 import { fingerprintRequest, type Fingerprint } from './fingerprint.js';
 import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
-import { DuplicateClaimError, IdempotencyKeyInUseError, IdempotencyKeyReusedError, LeaseLostError } from './idempotency.errors.js';
+import {
+  AttemptAbandonedError,
+  DuplicateClaimError,
+  IdempotencyKeyInUseError,
+  IdempotencyKeyReusedError,
+  LeaseLostError,
+} from './idempotency.errors.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease, RecordLease } from './idempotency-record.js';
 import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
 import { decide } from './record-decision.js';
 import { StoredResponses } from './stored-responses.js';
+import { subjectDigest } from './subject.js';
 import { retryAfterSeconds } from './retry-after.js';
 import { scopeKey } from './scope-key.js';
 
@@ -25,7 +32,7 @@ export interface IdempotentRequest {
   schemaVersion: number;
   ttlSeconds: number;
   fingerprint: Fingerprint;
-  /** Data subject for erasure (orders: the customer id). */
+  /** Data subject for erasure (orders: the customer id); stored only as a digest. */
   subject?: string;
 }
 
@@ -101,15 +108,17 @@ export class IdempotencyService {
   /**
    * Erasure of a data subject, inside the caller's transaction: every stored
    * response of theirs becomes a 410 `response_erased` (the record stays
-   * final, so a retry still never re-executes) and no record names them.
+   * final, so a retry still never re-executes). Records still in flight have
+   * no response yet; they keep the subject digest, so the consumer must
+   * build their final response from data the erasure already changed.
    */
   async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
     const now = this.clock.now();
-    const records = await this.records.findForSubject(session, tenant, subject);
-    for (const record of records) {
+    const finished = await this.records.findFinishedForSubject(session, tenant, subjectDigest(tenant, subject));
+    for (const record of finished) {
       await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
     }
-    return records.length;
+    return finished.length;
   }
 
   /**
@@ -125,7 +134,7 @@ export class IdempotencyService {
       attempt: 1,
       claimId: deriveClaimId(randomUUID(), now, 1),
       schemaVersion: request.schemaVersion,
-      leaseExpiresAt: now,
+      ttlSeconds: request.ttlSeconds,
       keyExpiresAt: now,
       recoveryPoint: null,
     };
@@ -138,9 +147,7 @@ export class IdempotencyService {
     try {
       return await this.metrics.timeStore('claim', () =>
         this.transactions.run(async (session) => {
-          if (request.schemaVersion > 1 && (await this.records.findUnderOlderSchema(request, this.clock.now(), session))) {
-            throw new RecordRaceLostError(recordId);
-          }
+          if (await this.records.findUnderOtherSchema(request, this.clock.now(), session)) throw new RecordRaceLostError(recordId);
           const claimed = await this.records.insertPending(session, this.newRecord(recordId, request), lease);
           await work.begin(session, claimed);
           return claimed;
@@ -174,16 +181,16 @@ export class IdempotencyService {
       case 'restart':
         return this.startOver(record, request, work, 'restarted');
       case 'replace_expired':
+        // Another version's record that just expired is not ours to replace: claim under our own id.
+        if (record._id !== this.recordIdFor(request)) return null;
         this.metrics.keysExpired.inc({ operation: request.operation });
         return this.startOver(record, request, work, 'expired');
     }
   }
 
-  /** The record that owns the key: this version's, or a live one from before a schema version bump. */
+  /** The record that owns the key: this schema version's, or a live one under another version. */
   private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
-    const record = await this.records.findById(recordId);
-    if (record || request.schemaVersion === 1) return record;
-    return this.records.findUnderOlderSchema(request, this.clock.now());
+    return (await this.records.findById(recordId)) ?? this.records.findUnderOtherSchema(request, this.clock.now());
   }
 
   private async startOver(
@@ -246,11 +253,14 @@ export class IdempotencyService {
       const response = await work.resume(lease);
       return { response, replayed: false, keyExpiresAt: lease.keyExpiresAt };
     } catch (error) {
-      if (error instanceof LeaseLostError || this.lostRace(error, request.operation)) {
+      if (error instanceof LeaseLostError) {
         // Someone took over while we worked; our writes changed nothing. Report what they did.
         this.logger.warn(`Lease lost on ${request.operation}; re-reading the record`);
         return null;
       }
+      if (error instanceof AttemptAbandonedError) return null;
+      if (error instanceof DuplicateClaimError) this.lostRace(error, request.operation);
+      // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       const released = await this.records.release(lease, this.clock.now()).catch(() => false);
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
       throw error;
@@ -280,8 +290,9 @@ export class IdempotencyService {
       status: 'pending',
       fingerprint: request.fingerprint,
       schemaVersion: request.schemaVersion,
+      ttlSeconds: request.ttlSeconds,
       attempt: 1,
-      subject: request.subject ?? null,
+      subject: request.subject ? subjectDigest(request.tenant, request.subject) : null,
       createdAt: now,
       expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
     };

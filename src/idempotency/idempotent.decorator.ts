@@ -7,7 +7,7 @@ export interface IdempotentOptions {
   operation: string;
   /** Retention of this route's keys; IDEMPOTENCY_TTL_SECONDS when absent. */
   ttlSeconds?: number;
-  /** Bump when the response body changes shape: old bodies are then never replayed. */
+  /** Bump when the response body changes shape: new keys are stored under it; keys already used keep their record. */
   schemaVersion?: number;
 }
 

@@ -16,6 +16,7 @@ function record(overrides: Partial<IdempotencyRecord>): IdempotencyRecord {
     status: 'pending',
     fingerprint,
     schemaVersion: 1,
+    ttlSeconds: 86400,
     attempt: 1,
     lease: { owner: 'w1', lockedAt: now, expiresAt: later(30_000) },
     recoveryPoint: null,
@@ -43,7 +44,7 @@ describe('decide (what to do with a record found under the key)', () => {
     expect(decide(found, fingerprint, now)).toBe(expected);
   });
 
-  it('refuses another body under the same key (mismatch) before anything else', () => {
+  it('refuses another body under the same key (mismatch) whatever the live record\'s status', () => {
     const other = { ...fingerprint, value: 'bbb' };
     expect(decide(record({ status: 'complete', response: stored, lease: null }), other, now)).toBe('mismatch');
     expect(decide(record({}), other, now)).toBe('mismatch');

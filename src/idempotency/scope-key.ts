@@ -2,7 +2,7 @@ export interface KeyScope {
   tenant: string;
   service: string;
   operation: string;
-  /** Version of the response schema: a new version must not replay bodies of the old shape. */
+  /** Version of the response schema the record stores (a bump never re-runs a key already used: see findOwner). */
   schemaVersion: number;
   clientKey: string;
 }

@@ -39,10 +39,11 @@ describe('orderAmountMinor', () => {
     expect(() => orderAmountMinor([{ quantity: 1, unitPriceMinor: MAX_ORDER_AMOUNT_MINOR + 1 }])).toThrow(AmountOutOfRangeError);
   });
 
-  it('does not overflow where floating point would silently round', () => {
-    // 10_000 x 100_000_000_000 = 10^15 per line; 100 lines = 10^17, past 2^53.
+  it('refuses totals past 2^53 instead of returning a rounded number', () => {
+    // 100 lines of 10^15 = 10^17: a float sum would still produce a (rounded) number.
     const items = Array.from({ length: 100 }, () => ({ quantity: 10_000, unitPriceMinor: 100_000_000_000 }));
     expect(() => orderAmountMinor(items)).toThrow(AmountOutOfRangeError);
+    expect(() => orderAmountMinor([{ quantity: Number.MAX_SAFE_INTEGER, unitPriceMinor: 3 }])).toThrow(AmountOutOfRangeError);
   });
 
   it('refuses non-integers', () => {

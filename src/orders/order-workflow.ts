@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
 import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import type { IdempotentResponse, Lease } from '../idempotency/idempotency-record.js';
-import { LeaseLostError } from '../idempotency/idempotency.errors.js';
 import { IdempotencyAttempts } from '../idempotency/idempotency-attempts.js';
 import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
@@ -93,15 +93,17 @@ export class OrderWorkflow {
       paymentToken: order.paymentToken,
       reference: order._id,
     });
-    // Canceled: the reaper took this attempt over and abandoned it while we waited on the provider.
-    if (result.outcome === 'canceled') throw new LeaseLostError(lease.recordId);
+    // Canceled: a reaper gave this charge key up for dead. Nothing was charged, so the attempt is
+    // abandoned - under our lease if we still hold it; if not, the fenced write says so.
+    if (result.outcome === 'canceled') return { kind: 'none' };
     return result.outcome === 'succeeded' ? { kind: 'charged', charge: result.charge } : { kind: 'declined' };
   }
 
-  private async save(order: Order, lease: Lease): Promise<Order> {
+  private async save(charged: Order, lease: Lease): Promise<Order> {
     const now = this.clock.now();
-    const saved: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
-    await this.transactions.run(async (session) => {
+    return this.transactions.run(async (session) => {
+      const order = await this.current(charged, session);
+      const saved: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
       await this.attempts.complete(session, lease, 'saved', responseFor(saved));
       await this.ledger.post(
         {
@@ -120,19 +122,28 @@ export class OrderWorkflow {
         now,
       );
       await this.orders.markSaved(session, order, now);
+      return saved;
     });
-    return saved;
   }
 
   /** Declined: stored and replayed (402). Abandoned: no response stored, a retry starts a new attempt. */
-  private async fail(order: Order, lease: Lease, reason: string): Promise<Order> {
+  private async fail(pending: Order, lease: Lease, reason: string): Promise<Order> {
     const now = this.clock.now();
-    const failed: Order = { ...order, state: 'failed', failureReason: reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
-    await this.transactions.run(async (session) => {
+    return this.transactions.run(async (session) => {
+      const order = await this.current(pending, session);
+      const failed: Order = { ...order, state: 'failed', failureReason: reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
       await this.attempts.fail(session, lease, 'failed', reason === FAILURE.declined ? responseFor(failed) : null);
       await this.orders.markFailed(session, order, reason, now);
+      return failed;
     });
-    return failed;
+  }
+
+  /**
+   * The order as this transaction sees it: what gets stored for replay and
+   * published must reflect changes made while we were charging (an erasure).
+   */
+  private async current(order: Order, session: ClientSession): Promise<Order> {
+    return (await this.orders.findById(order._id, session)) ?? order;
   }
 }
 

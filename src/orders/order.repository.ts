@@ -29,8 +29,8 @@ export class OrderRepository {
     }
   }
 
-  findById(orderId: string): Promise<Order | null> {
-    return this.orders.findById(orderId).lean<Order>().exec();
+  findById(orderId: string, session?: ClientSession): Promise<Order | null> {
+    return this.orders.findById(orderId).session(session ?? null).lean<Order>().exec();
   }
 
   findForTenant(tenant: string, orderId: string): Promise<Order | null> {

@@ -4,11 +4,12 @@ import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
 import type { IdempotencyKeyContext } from '../idempotency/idempotency-key.interceptor.js';
 import type { Lease } from '../idempotency/idempotency-record.js';
+import { AttemptAbandonedError } from '../idempotency/idempotency.errors.js';
 import { IdempotencyService, type IdempotentResult } from '../idempotency/idempotency.service.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { CreateOrderDto } from './dto/create-order.dto.js';
 import { orderAmountMinor } from './order-amount.js';
-import { OrderWorkflow, responseFor } from './order-workflow.js';
+import { FAILURE, OrderWorkflow, responseFor } from './order-workflow.js';
 import { ORDER_ID_PATTERN, orderIdForClaim, type Order } from './order.js';
 import { OrderRepository, type OrderPage } from './order.repository.js';
 import { decodeCursor } from './order.view.js';
@@ -35,7 +36,9 @@ export class OrdersService {
       begin: (session, lease) => this.orders.insertPending(session, this.newOrder(tenant, dto, amountMinor, lease)),
       resume: async (lease) => {
         this.faults.crashIf('after-claim');
-        return responseFor(await this.workflow.advance(lease, 'request'));
+        const order = await this.workflow.advance(lease, 'request');
+        if (order.state === 'failed' && order.failureReason === FAILURE.abandoned) throw new AttemptAbandonedError(lease.recordId);
+        return responseFor(order);
       },
     });
     this.faults.crashIf('before-response');

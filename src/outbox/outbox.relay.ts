@@ -9,7 +9,7 @@ import { OutboxEventRepository } from './outbox-event.repository.js';
 
 const MAX_BACKOFF_MS = 5 * 60_000;
 
-/** Exponential backoff with full jitter: 1 s, 2 s, 4 s ... capped at 5 minutes. */
+/** Exponential backoff, 1 s, 2 s, 4 s ... capped at 5 minutes, each jittered to 50-100% of its step. */
 export function backoffMs(attempts: number, random = Math.random()): number {
   return Math.round(Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempts) * (0.5 + random / 2));
 }

@@ -3,7 +3,7 @@ import type { ClientSession } from 'mongoose';
 import { OutboxEventRepository } from './outbox-event.repository.js';
 
 export interface NewEvent {
-  /** Deterministic per business fact (e.g. `evt_order.completed_<order id>`), so it is written once. */
+  /** Deterministic per business fact (orders: `evt_<order id>_completed`), so it is written once. */
   id: string;
   tenant: string;
   type: string;

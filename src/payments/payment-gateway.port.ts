@@ -36,11 +36,11 @@ export class PaymentProviderUnavailableError extends DomainError {
 
 /**
  * The port to a payment provider. Implementations must deduplicate on
- * `chargeKey`, look a charge up by it, and cancel an unused key (reconciliation).
+ * `chargeKey`, and for reconciliation look a charge up by it - cancelling
+ * the key when there is none (chargeOrCancel).
  */
 export abstract class PaymentGateway {
   abstract charge(request: ChargeRequest): Promise<ChargeResult>;
-  abstract findCharge(chargeKey: string): Promise<Charge | null>;
   /**
    * For the reaper: the charge made under this key if there is one, otherwise
    * cancel the key atomically so that a slow worker still holding it can

@@ -19,7 +19,4 @@ export class PaymentRepository {
     }
   }
 
-  findForOrder(tenant: string, orderId: string): Promise<Payment | null> {
-    return this.payments.findOne({ tenant, orderId }).lean<Payment>().exec();
-  }
 }

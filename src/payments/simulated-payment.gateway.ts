@@ -75,11 +75,6 @@ export class SimulatedPaymentGateway extends PaymentGateway {
     return { outcome: 'succeeded', charge: toCharge(stored) };
   }
 
-  async findCharge(chargeKey: string): Promise<Charge | null> {
-    const doc = await this.charges.findOne({ _id: chargeKey, status: 'succeeded' });
-    return doc ? toCharge(doc) : null;
-  }
-
   async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
     const stored = await this.insertOrGet({
       _id: chargeKey,

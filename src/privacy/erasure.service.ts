@@ -5,7 +5,8 @@ import { TransactionRunner } from '../database/transaction.runner.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
-import { subjectHash, type Erasure } from './erasure.js';
+import { subjectDigest } from '../idempotency/subject.js';
+import type { Erasure } from './erasure.js';
 import { ErasureRepository } from './erasure.repository.js';
 
 /**
@@ -31,7 +32,7 @@ export class ErasureService {
       const erasure: Erasure = {
         _id: `era_${randomUUID()}`,
         tenant,
-        subjectHash: subjectHash(tenant, customerId),
+        subjectHash: subjectDigest(tenant, customerId),
         pseudonym,
         erasedAt: this.clock.now(),
         counts: {

@@ -1,16 +1,10 @@
-import { createHash } from 'node:crypto';
-
 /** The audit record of one erasure: it proves the erasure happened without naming the customer. */
 export interface Erasure {
   _id: string;
   tenant: string;
-  /** SHA-256 of tenant + customer id: lets support answer "was X erased?" given X, reveals nothing otherwise. */
+  /** subjectDigest(tenant, customer id): lets support answer "was X erased?" given X, reveals nothing otherwise. */
   subjectHash: string;
   pseudonym: string;
   erasedAt: Date;
   counts: { orders: number; idempotencyRecords: number; outboxEvents: number };
-}
-
-export function subjectHash(tenant: string, customerId: string): string {
-  return createHash('sha256').update(`${tenant}\n${customerId}`).digest('hex');
 }

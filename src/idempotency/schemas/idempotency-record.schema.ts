@@ -35,6 +35,7 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
       required: true,
     },
     schemaVersion: { type: Number, required: true },
+    ttlSeconds: { type: Number, required: true },
     attempt: { type: Number, required: true },
     lease: { type: LeaseSchema, default: null },
     recoveryPoint: { type: String, default: null },
