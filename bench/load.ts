@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import type { ScenarioResult } from './report.js';
 
 /**
  * A typed door to autocannon (programmatic API; the package ships no types).
@@ -52,16 +53,8 @@ export interface LoadOptions {
   requests: RequestSpec[];
 }
 
-export interface LoadMeasurement {
-  durationSeconds: number;
-  requests: number;
-  reqPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-  non2xx: number;
-  statusCounts: Record<string, number>;
-}
+/** What one load run measures: a scenario's row without its naming and its check. */
+export type LoadMeasurement = Omit<ScenarioResult, 'id' | 'title' | 'concurrency' | 'check'>;
 
 export async function runLoad(options: LoadOptions): Promise<LoadMeasurement> {
   const result = await autocannon({
