@@ -67,7 +67,7 @@ export class IdempotencyRecordRepository {
    * Across a version bump - and during a rolling deploy, in both directions -
    * it still owns the key, so a retry straddling the deploy never runs twice.
    */
-  findUnderOtherSchema(scope: KeyScopeFields, now: Date, session?: ClientSession): Promise<IdempotencyRecord | null> {
+  findUnderOtherSchema(scope: KeyScopeFields, now: Date): Promise<IdempotencyRecord | null> {
     return this.records
       .findOne({
         tenant: scope.tenant,
@@ -77,7 +77,6 @@ export class IdempotencyRecordRepository {
         $or: [{ status: 'pending' }, { expiresAt: { $gt: now } }],
       })
       .sort({ schemaVersion: -1 })
-      .session(session ?? null)
       .lean<IdempotencyRecord>()
       .exec();
   }

@@ -147,7 +147,6 @@ export class IdempotencyService {
     try {
       return await this.metrics.timeStore('claim', () =>
         this.transactions.run(async (session) => {
-          if (await this.records.findUnderOtherSchema(request, this.clock.now(), session)) throw new RecordRaceLostError(recordId);
           const claimed = await this.records.insertPending(session, this.newRecord(recordId, request), lease);
           await work.begin(session, claimed);
           return claimed;
@@ -175,7 +174,7 @@ export class IdempotencyService {
         this.count(request, 'replayed');
         return this.replay(record);
       case 'in_flight':
-        return this.waitForLease(record, request, work);
+        return this.waitForLease(record, request);
       case 'take_over':
         return this.takeOver(record, request, work);
       case 'restart':
@@ -188,7 +187,12 @@ export class IdempotencyService {
     }
   }
 
-  /** The record that owns the key: this schema version's, or a live one under another version. */
+  /**
+   * The record that owns the key: this schema version's, or a live one under
+   * another version (a bump, or a rolling deploy). Two instances on two
+   * versions claiming one key in the same instant are not fenced against
+   * each other (different _ids): deploy a bump when traffic is quiet.
+   */
   private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
     return (await this.records.findById(recordId)) ?? this.records.findUnderOtherSchema(request, this.clock.now());
   }
@@ -224,11 +228,7 @@ export class IdempotencyService {
   }
 
   /** Re-checks a record held by someone else until IDEMPOTENCY_IN_FLIGHT_WAIT_MS runs out, then 409. */
-  private async waitForLease(
-    record: IdempotencyRecord,
-    request: IdempotentRequest,
-    work: IdempotentWork,
-  ): Promise<IdempotentResult | null> {
+  private async waitForLease(record: IdempotencyRecord, request: IdempotentRequest): Promise<IdempotentResult | null> {
     const started = Date.now();
     const deadline = started + this.config.inFlightWaitMs;
     let current: IdempotencyRecord | null = record;
@@ -259,7 +259,7 @@ export class IdempotencyService {
         return null;
       }
       if (error instanceof AttemptAbandonedError) return null;
-      if (error instanceof DuplicateClaimError) this.lostRace(error, request.operation);
+      if (error instanceof DuplicateClaimError) this.reportDuplicate(error, request.operation);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       const released = await this.records.release(lease, this.clock.now()).catch(() => false);
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
@@ -271,13 +271,19 @@ export class IdempotencyService {
     return { response: this.responses.open(record), replayed: true, keyExpiresAt: record.expiresAt };
   }
 
+  /** Someone else claimed or changed the record first: go round and read theirs. */
   private lostRace(error: unknown, operation: string): boolean {
     if (error instanceof DuplicateClaimError) {
-      this.metrics.duplicateCreations.inc({ operation });
-      this.logger.error(error.message);
+      this.reportDuplicate(error, operation);
       return true;
     }
     return error instanceof RecordRaceLostError || isWriteConflict(error);
+  }
+
+  /** A unique backstop stopped a second business write: never expected, so counted (it pages) and logged. */
+  private reportDuplicate(error: DuplicateClaimError, operation: string): void {
+    this.metrics.duplicateCreations.inc({ operation });
+    this.logger.error(error.message);
   }
 
   private newRecord(recordId: string, request: IdempotentRequest): NewRecord {
@@ -298,8 +304,8 @@ export class IdempotencyService {
     };
   }
 
-  private newLease(owner?: string): RecordLease {
-    return newLease(this.clock.now(), this.config.lockTimeoutMs, owner);
+  private newLease(): RecordLease {
+    return newLease(this.clock.now(), this.config.lockTimeoutMs);
   }
 
   private count(request: IdempotentRequest, outcome: string): void {
