@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { ValidationPipe, VersioningType, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
@@ -5,12 +7,18 @@ import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
-/** One counter and one histogram sample per response, labelled by route template (never the raw URL). */
+/**
+ * One counter and one histogram sample per response, labelled by route
+ * template (never the raw URL); and the request id echoed for correlation.
+ */
 function countRequests(app: NestFastifyApplication): void {
   const metrics = app.get(MetricsService);
   app
     .getHttpAdapter()
     .getInstance()
+    .addHook('onRequest', async (request, reply) => {
+      reply.header('x-request-id', request.id);
+    })
     .addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';
       metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
@@ -19,7 +27,17 @@ function countRequests(app: NestFastifyApplication): void {
 }
 
 export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
-  return new FastifyAdapter({ bodyLimit: bodyLimitBytes, trustProxy: true, return503OnClosing: true });
+  return new FastifyAdapter({
+    bodyLimit: bodyLimitBytes,
+    trustProxy: true,
+    return503OnClosing: true,
+    // A caller's well-formed X-Request-Id is kept (and logged); otherwise each request gets a UUID.
+    requestIdHeader: false,
+    genReqId: (request: IncomingMessage) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+  });
 }
 
 /**

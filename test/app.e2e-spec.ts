@@ -22,6 +22,12 @@ describe('HTTP pipeline (foundation)', () => {
     expect(payments.find((index) => index.name === 'charge_key_unique')?.unique).toBe(true);
   });
 
+  it('echoes a well-formed X-Request-Id and replaces anything else', async () => {
+    expect((await t.http().get('/health/live').set('X-Request-Id', 'trace-42')).headers['x-request-id']).toBe('trace-42');
+    const replaced = (await t.http().get('/health/live').set('X-Request-Id', 'bad id with spaces and {braces}')).headers['x-request-id'];
+    expect(replaced).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('answers an unknown route with problem+json 404', async () => {
     const res = await t.http().get('/v1/nothing-here').set(auth()).expect(404);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);

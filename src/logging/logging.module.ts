@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoggerModule } from 'nestjs-pino';
 import { appConfig, type AppConfig } from '../config/config.tokens.js';
@@ -18,16 +18,14 @@ type LoggedRequest = IncomingMessage & { tenant?: string; idempotency?: { operat
       useFactory: (config: AppConfig) => ({
         pinoHttp: {
           level: config.logLevel,
-          genReqId: (request: IncomingMessage) => {
-            const given = request.headers['x-request-id'];
-            return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
-          },
           // Never log secrets, card tokens or raw keys: requests are summarised, not dumped.
           serializers: {
             req: (request: { id: string; method: string; url: string }) => ({ id: request.id, method: request.method, url: request.url }),
             res: (response: { statusCode: number }) => ({ statusCode: response.statusCode }),
           },
           customProps: (request: IncomingMessage, response: ServerResponse) => {
+            // pino-http asks on the way in and on the way out; only the way out knows the tenant and operation.
+            if (!response.headersSent) return {};
             const raw = request as LoggedRequest;
             const key = request.headers['idempotency-key'];
             return {
