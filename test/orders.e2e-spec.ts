@@ -168,9 +168,13 @@ describe('POST /v1/orders and the order resources', () => {
     expect(await t.db.collection('orders').countDocuments()).toBe(0);
   });
 
-  it('refuses a total past the limit with 422 amount_out_of_range before claiming the key', async () => {
-    const res = await create(nextKey(), orderBody({ items: [{ sku: 's', quantity: 10_000, unitPriceMinor: 100_000_000_000 }] })).expect(422);
+  it.each([
+    ['past the limit', [{ sku: 's', quantity: 10_000, unitPriceMinor: 100_000_000_000 }]],
+    ['of zero (only free items)', [{ sku: 's', quantity: 3, unitPriceMinor: 0 }]],
+  ])('refuses a total %s with 422 amount_out_of_range before claiming the key', async (_, items) => {
+    const res = await create(nextKey(), orderBody({ items })).expect(422);
     expect(res.body.code).toBe('amount_out_of_range');
     expect(await t.db.collection('idempotency_records').countDocuments()).toBe(0);
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(0);
   });
 });

@@ -10,7 +10,9 @@ export interface PricedItem {
 
 /**
  * Sum of quantity x unit price in BigInt, so no intermediate product can
- * lose precision, then checked against the limit before it becomes a number.
+ * lose precision, then checked against the limits before it becomes a
+ * number. Free items are fine; a free order is not a paid order (nothing to
+ * charge, nothing to journal), so the total must be at least 1.
  */
 export function orderAmountMinor(items: readonly PricedItem[]): number {
   let total = 0n;
@@ -20,6 +22,6 @@ export function orderAmountMinor(items: readonly PricedItem[]): number {
     }
     total += BigInt(item.quantity) * BigInt(item.unitPriceMinor);
   }
-  if (total > BigInt(MAX_ORDER_AMOUNT_MINOR)) throw new AmountOutOfRangeError(MAX_ORDER_AMOUNT_MINOR);
+  if (total < 1n || total > BigInt(MAX_ORDER_AMOUNT_MINOR)) throw new AmountOutOfRangeError(MAX_ORDER_AMOUNT_MINOR);
   return Number(total);
 }

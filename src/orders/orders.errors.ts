@@ -10,7 +10,7 @@ export class OrderNotFoundError extends DomainError {
 export class AmountOutOfRangeError extends DomainError {
   readonly code = 'amount_out_of_range';
   constructor(limit: number) {
-    super(`The order total must be at most ${limit} minor units.`);
+    super(`The order total must be between 1 and ${limit} minor units.`);
   }
 }
 
