@@ -11,6 +11,7 @@ const common = {
 
 module.exports = {
   testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [
