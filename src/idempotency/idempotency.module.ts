@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { IdempotencyAdminService } from './idempotency-admin.service.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
+import { IdempotencyErasure } from './idempotency-erasure.js';
 import { IdempotencyKeysController } from './idempotency-keys.controller.js';
 import { IdempotencyReaper } from './idempotency-reaper.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
@@ -22,9 +23,10 @@ import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/ide
     StoredResponses,
     IdempotencyService,
     IdempotencyAttempts,
+    IdempotencyErasure,
     IdempotencyReaper,
     IdempotencyAdminService,
   ],
-  exports: [IdempotencyService, IdempotencyAttempts, IdempotencyReaper],
+  exports: [IdempotencyService, IdempotencyAttempts, IdempotencyErasure, IdempotencyReaper],
 })
 export class IdempotencyModule {}

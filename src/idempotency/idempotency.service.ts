@@ -106,22 +106,6 @@ export class IdempotencyService {
   }
 
   /**
-   * Erasure of a data subject, inside the caller's transaction: every stored
-   * response of theirs becomes a 410 `response_erased` (the record stays
-   * final, so a retry still never re-executes). Records still in flight have
-   * no response yet; they keep the subject digest, so the consumer must
-   * build their final response from data the erasure already changed.
-   */
-  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
-    const now = this.clock.now();
-    const finished = await this.records.findFinishedForSubject(session, tenant, subjectDigest(tenant, subject));
-    for (const record of finished) {
-      await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
-    }
-    return finished.length;
-  }
-
-  /**
    * BENCH_DISABLE_IDEMPOTENCY (refused in production): the same business work
    * with no record at all - no claim, no replay, no fencing. It exists only so
    * the benchmark can measure what the idempotency layer costs.

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Clock } from '../common/clock.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
-import { IdempotencyService } from '../idempotency/idempotency.service.js';
+import { IdempotencyErasure } from '../idempotency/idempotency-erasure.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { subjectDigest } from '../idempotency/subject.js';
@@ -19,7 +19,7 @@ import { ErasureRepository } from './erasure.repository.js';
 export class ErasureService {
   constructor(
     private readonly transactions: TransactionRunner,
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotency: IdempotencyErasure,
     private readonly orders: OrdersService,
     private readonly outbox: OutboxService,
     private readonly erasures: ErasureRepository,

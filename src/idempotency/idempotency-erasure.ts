@@ -1,0 +1,32 @@
+import { Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
+import { Clock } from '../common/clock.js';
+import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
+import { StoredResponses } from './stored-responses.js';
+import { subjectDigest } from './subject.js';
+
+/** The idempotency side of a data subject's erasure. */
+@Injectable()
+export class IdempotencyErasure {
+  constructor(
+    private readonly records: IdempotencyRecordRepository,
+    private readonly responses: StoredResponses,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Inside the caller's transaction: every stored response of the subject
+   * becomes a 410 `response_erased` (the record stays final, so a retry still
+   * never re-executes). Records still in flight have no response yet; they
+   * keep the subject digest, so the consumer must build their final response
+   * from data the erasure already changed.
+   */
+  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
+    const now = this.clock.now();
+    const finished = await this.records.findFinishedForSubject(session, tenant, subjectDigest(tenant, subject));
+    for (const record of finished) {
+      await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
+    }
+    return finished.length;
+  }
+}
