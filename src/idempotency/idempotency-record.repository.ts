@@ -19,7 +19,6 @@ export interface KeyScopeFields {
   tenant: string;
   clientKey: string;
   operation: string;
-  schemaVersion: number;
 }
 
 export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
@@ -63,17 +62,20 @@ export class IdempotencyRecordRepository {
   }
 
   /**
-   * A live record of the same key under another response schema version.
-   * Across a version bump - and during a rolling deploy, in both directions -
-   * it still owns the key, so a retry straddling the deploy never runs twice.
+   * Transition from the versioned record ids of earlier releases
+   * (`...:v{N}:{key}`, LEGACY_SCOPE_KEY): a live record under such an id
+   * still owns its key until it finishes and expires, so a retry straddling
+   * the upgrade is answered from it, never executed twice. Nothing writes
+   * such ids any more; remove this look-up one retention period after the
+   * last instance of an earlier release stopped.
    */
-  findUnderOtherSchema(scope: KeyScopeFields, now: Date): Promise<IdempotencyRecord | null> {
+  findLegacyOwner(scope: KeyScopeFields, keyId: string, now: Date): Promise<IdempotencyRecord | null> {
     return this.records
       .findOne({
         tenant: scope.tenant,
         clientKey: scope.clientKey,
         operation: scope.operation,
-        schemaVersion: { $ne: scope.schemaVersion },
+        _id: { $ne: keyId },
         $or: [{ status: 'pending' }, { expiresAt: { $gt: now } }],
       })
       .sort({ schemaVersion: -1 })
@@ -81,7 +83,7 @@ export class IdempotencyRecordRepository {
       .exec();
   }
 
-  /** The tenant's records for one client key (any operation or schema version), without stored bodies. */
+  /** The tenant's records for one client key (any operation, either id format), without stored bodies. */
   findByClientKey(tenant: string, clientKey: string): Promise<IdempotencyRecord[]> {
     return this.records.find({ tenant, clientKey }, { 'response.body': 0 }).sort({ createdAt: 1 }).lean<IdempotencyRecord[]>().exec();
   }

@@ -75,8 +75,9 @@ export class IdempotencyService {
     @Inject(appConfig.KEY) private readonly app: AppConfig,
   ) {}
 
-  recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>): string {
-    return scopeKey({ ...request, service: this.app.serviceName });
+  /** The record id of a key: one per (tenant, operation, client key), whatever the schema version. */
+  recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): string {
+    return scopeKey({ tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName });
   }
 
   /** Binds a validated key to this tenant and this exact request body. */
@@ -164,7 +165,7 @@ export class IdempotencyService {
       case 'restart':
         return this.startOver(record, request, work, 'restarted');
       case 'replace_expired':
-        // Another version's record that just expired is not ours to replace: claim under our own id.
+        // A legacy-id record that just expired is not replaced: the next round claims the key's own id.
         if (record._id !== this.recordIdFor(request)) return null;
         this.metrics.keysExpired.inc({ operation: request.operation });
         return this.startOver(record, request, work, 'expired');
@@ -172,13 +173,12 @@ export class IdempotencyService {
   }
 
   /**
-   * The record that owns the key: this schema version's, or a live one under
-   * another version (a bump, or a rolling deploy). Two instances on two
-   * versions claiming one key in the same instant are not fenced against
-   * each other (different _ids): deploy a bump when traffic is quiet.
+   * The record that owns the key. Its id has no schema version, so instances
+   * on different versions meet on one _id and the claim insert decides; a
+   * live record under an id of an earlier release still owns the key.
    */
   private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
-    return (await this.records.findById(recordId)) ?? this.records.findUnderOtherSchema(request, this.clock.now());
+    return (await this.records.findById(recordId)) ?? this.records.findLegacyOwner(request, recordId, this.clock.now());
   }
 
   private async startOver(
