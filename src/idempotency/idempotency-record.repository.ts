@@ -92,7 +92,7 @@ export class IdempotencyRecordRepository {
   async replaceExpired(session: ClientSession, old: IdempotencyRecord, record: NewRecord, lease: RecordLease): Promise<Lease> {
     const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
     const result = await this.records.replaceOne(
-      { _id: old._id, status: old.status, attempt: old.attempt, expiresAt: old.expiresAt },
+      { _id: old._id, createdAt: old.createdAt, status: old.status, attempt: old.attempt, expiresAt: old.expiresAt },
       doc,
       { session },
     );
@@ -100,16 +100,24 @@ export class IdempotencyRecordRepository {
     return leaseOf(doc, lease);
   }
 
-  /** An abandoned attempt (failed, no stored response) starts over with attempt + 1. */
+  /**
+   * An abandoned attempt (failed, no stored response) starts over with
+   * attempt + 1. The filter names the incarnation (createdAt): after expiry
+   * a record is replaced in place with attempt 1 again, and a restart decided
+   * on the old one must not revive the new one. The lease comes from the
+   * updated document, so its claim id is the one every later takeover derives.
+   */
   async restart(session: ClientSession, old: IdempotencyRecord, lease: RecordLease): Promise<Lease> {
-    const attempt = old.attempt + 1;
-    const result = await this.records.updateOne(
-      { _id: old._id, status: 'failed', response: null, attempt: old.attempt },
-      { $set: { status: 'pending', attempt, lease, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt } },
-      { session },
-    );
-    if (result.matchedCount !== 1) throw new RecordRaceLostError(old._id);
-    return leaseOf({ ...old, attempt, recoveryPoint: null }, lease);
+    const updated = await this.records
+      .findOneAndUpdate(
+        { _id: old._id, createdAt: old.createdAt, status: 'failed', response: null, attempt: old.attempt },
+        { $set: { status: 'pending', attempt: old.attempt + 1, lease, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt } },
+        { session, returnDocument: 'after' },
+      )
+      .lean<IdempotencyRecord>()
+      .exec();
+    if (!updated) throw new RecordRaceLostError(old._id);
+    return leaseOf(updated, lease);
   }
 
   /** Takes an expired lease on a pending record; null when someone else got there first. */

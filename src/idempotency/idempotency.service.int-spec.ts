@@ -5,6 +5,7 @@ import { TransactionRunner } from '../database/transaction.runner.js';
 import { fingerprintRequest } from './fingerprint.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
 import { IdempotencyKeyReusedError } from './idempotency.errors.js';
+import type { IdempotencyRecord } from './idempotency-record.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { StoredResponses } from './stored-responses.js';
 import { IdempotencyService, type IdempotentRequest, type IdempotentWork } from './idempotency.service.js';
@@ -145,6 +146,40 @@ describe('IdempotencyService with a minimal consumer', () => {
     expect(await t.db.collection('idempotency_records').countDocuments()).toBe(1);
   });
 
+  it('a restart decided on an old incarnation of the record never revives the newer one', async () => {
+    // The record expired and was replaced (attempt back to 1), and that new attempt was abandoned too,
+    // while a slow request still holds what it read before: the same id, status and attempt, an older createdAt.
+    const now = Date.now();
+    const current = abandonedRecord(new Date(now - 1_000));
+    const stale = { ...current, createdAt: new Date(now - 120_000) };
+    await t.db.collection<{ _id: string } & Record<string, unknown>>('idempotency_records').insertOne(current);
+    const repository = t.app.get(IdempotencyRecordRepository);
+    const lookUp = jest.spyOn(repository, 'findById').mockResolvedValueOnce(stale as unknown as IdempotencyRecord);
+    let crash = true;
+    const checked: IdempotentWork = {
+      begin: work.begin,
+      resume: async (lease) => {
+        // A consumer finds its business document by the claim id (orders: the order id).
+        if (crash) {
+          crash = false;
+          throw new Error('worker died after the claim');
+        }
+        if (!(await widgets.findOne({ _id: `wgt_${lease.claimId}` }))) throw new Error(`No widget for claim ${lease.claimId}`);
+        return work.resume(lease);
+      },
+    };
+    try {
+      await expect(service.execute(request(), checked)).rejects.toThrow('worker died');
+    } finally {
+      lookUp.mockRestore();
+    }
+    // The next retry takes the released lease over and must find what the restart created.
+    const retry = await service.execute(request(), checked);
+    expect(retry.replayed).toBe(false);
+    expect(await widgets.countDocuments()).toBe(1);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 2, createdAt: current.createdAt });
+  });
+
   it('an older version past its retention no longer owns the key', async () => {
     await service.execute(request({ schemaVersion: 1 }), work);
     await t.db.collection('idempotency_records').updateOne({}, { $set: { expiresAt: new Date(Date.now() - 1000) } });
@@ -153,6 +188,28 @@ describe('IdempotencyService with a minimal consumer', () => {
     expect(await widgets.countDocuments()).toBe(2);
   });
 });
+
+function abandonedRecord(createdAt: Date) {
+  return {
+    _id: 'acme:orders-service:widgets.create:key:k-1',
+    tenant: 'acme',
+    operation: 'widgets.create',
+    clientKey: 'k-1',
+    status: 'failed',
+    fingerprint: fingerprintRequest('POST', '/v1/widgets', { size: 'L' }),
+    schemaVersion: 1,
+    ttlSeconds: 60,
+    attempt: 1,
+    lease: null,
+    recoveryPoint: 'abandoned',
+    subject: null,
+    response: null,
+    createdAt,
+    updatedAt: createdAt,
+    expiresAt: new Date(Date.now() + 60_000),
+    purgeAt: new Date(Date.now() + 60_000),
+  };
+}
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
