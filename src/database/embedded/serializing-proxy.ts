@@ -312,14 +312,16 @@ export class SerializingProxy {
    */
   private kill(key: string, reason: string): void {
     const transaction = this.open.get(key);
-    if (!transaction) return;
+    if (!transaction || this.killed.has(key)) return;
     const now = Date.now();
     for (const [old, at] of this.killed) if (now - at > KILLED_MEMORY_MS) this.killed.delete(old);
     this.killed.set(key, now);
+    clearTimeout(transaction.idleTimer);
     if (reason.startsWith('superseded')) this.stats.supersededAborts++;
     if (!reason.startsWith('injected')) this.log(`aborted transaction ${key}: ${reason}`);
-    this.finish(key);
-    void this.abortUpstream(transaction);
+    // The lock passes on only once the upstream dropped it: the emulator refuses the session's next
+    // transaction ("transaction already in progress for this session") while this one is open.
+    void this.abortUpstream(transaction).finally(() => this.finish(key));
   }
 
   /** abortTransaction on a private connection, so no client request waits behind it. */
