@@ -3,6 +3,7 @@
  * text, percentiles, the duplicate-order count, and reading a results file
  * back. No I/O here, so bench/report.spec.ts can test all of it quickly.
  */
+import type { MongoBackendKind } from '../src/database/embedded-mongo.js';
 
 export const RESULTS_SCHEMA_VERSION = 1;
 
@@ -47,8 +48,6 @@ export interface Ratio {
   value: number | null;
 }
 
-export type BackendKind = 'uri' | 'mongod' | 'emulator';
-
 export interface BenchResults {
   schemaVersion: typeof RESULTS_SCHEMA_VERSION;
   mode: 'quick' | 'full';
@@ -64,7 +63,7 @@ export interface BenchResults {
   };
   /** Installed versions, null when a package is not found. */
   packages: Record<string, string | null>;
-  backend: { kind: BackendKind; description: string };
+  backend: { kind: MongoBackendKind; description: string };
   settings: {
     durationSeconds: number;
     warmupSeconds: number;

@@ -20,6 +20,11 @@ async function bootstrap(): Promise<void> {
     const embedded = backend;
     // The embedded server is a child process: take it down with us, however we exit.
     process.once('exit', () => void embedded.stop());
+    // Its data lived in that process: serving on without it would only answer 503 until someone noticed.
+    embedded.onUnexpectedExit((reason) => {
+      new Logger('Bootstrap').fatal(`The embedded MongoDB stopped on its own (${reason}) and its data with it: exiting`);
+      process.exit(1);
+    });
     process.env.MONGODB_URI = backend.uri;
     notices.push({ level: 'log', message: `No MONGODB_URI: started an embedded ${backend.description} at ${backend.uri}` });
     if (backend.kind === 'emulator') {

@@ -3,38 +3,81 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { SerializingProxy, type SerializingProxyStats } from './embedded/serializing-proxy.js';
 
 /**
  * Where the MongoDB replica set comes from, in order of preference:
  *  - `uri`: MONGODB_URI was given (a real deployment, compose, CI with a server);
  *  - `mongod`: mongodb-memory-server's single-node replica set on a real
  *    `mongod` binary already on this machine (never downloaded here);
- *  - `emulator`: the jongodb emulator from npm, for machines with neither.
- * Used by main.ts (embedded default) and by the test harness (globalSetup).
+ *  - `container`: a `mongo:8.0` single-node replica set started with
+ *    Testcontainers, when a Docker engine is reachable;
+ *  - `emulator`: the jongodb emulator from npm, for machines with none of
+ *    these, always behind the serializing proxy (transactions one at a time).
+ * MONGO_BACKEND=mongod|container|emulator forces one. Used by main.ts
+ * (embedded default), the test harness (globalSetup) and the benchmark.
  */
-export type MongoBackendKind = 'uri' | 'mongod' | 'emulator';
+export type MongoBackendKind = 'uri' | 'mongod' | 'container' | 'emulator';
 
 export interface MongoBackend {
   kind: MongoBackendKind;
   uri: string;
   description: string;
+  /** The emulator's own address, past the proxy: only for the test that shows why the proxy exists. */
+  unserializedUri?: string;
+  /** What the serializing proxy did (emulator only). */
+  proxyStats?: SerializingProxyStats;
+  /** Called if the server dies on its own (not through `stop`). */
+  onUnexpectedExit(listener: (reason: string) => void): void;
   stop(): Promise<void>;
 }
 
 export const EMULATOR_GAPS =
-  'concurrent transactions on one document can both commit (lost update), write conflicts surface at commit ' +
-  'without labels, an aborted losing transaction may keep its writes, TTL indexes never expire documents, ' +
-  'no change streams; benchmark figures on it say nothing about MongoDB';
+  'transactions run one at a time (serialized by a proxy: no true snapshot-isolation interleavings; write ' +
+  'conflicts only when injected), TTL indexes never expire documents, no change streams, inserts slow down ' +
+  'as a collection grows; benchmark figures on it say nothing about MongoDB';
 
 const EMULATOR_PACKAGE = '@jongodb/memory-server-bin-linux-x64-gnu';
+const FORCEABLE: MongoBackendKind[] = ['mongod', 'container', 'emulator'];
+
+export interface BackendFacts {
+  uri?: string;
+  forced?: string;
+  mongodBinary?: string;
+  dockerEngine: boolean;
+}
+
+/** The pure choice, so it can be tested without any server. */
+export function chooseBackend(facts: BackendFacts): MongoBackendKind {
+  if (facts.uri) return 'uri';
+  if (facts.forced) {
+    if (!FORCEABLE.includes(facts.forced as MongoBackendKind)) {
+      throw new Error(`MONGO_BACKEND must be one of ${FORCEABLE.join(', ')} (got "${facts.forced}")`);
+    }
+    return facts.forced as MongoBackendKind;
+  }
+  if (facts.mongodBinary) return 'mongod';
+  if (facts.dockerEngine) return 'container';
+  return 'emulator';
+}
 
 export async function resolveMongoBackend(env: NodeJS.ProcessEnv = process.env): Promise<MongoBackend> {
   if (env.MONGODB_URI) {
-    return { kind: 'uri', uri: env.MONGODB_URI, description: 'MONGODB_URI', stop: async () => {} };
+    return { kind: 'uri', uri: env.MONGODB_URI, description: 'MONGODB_URI', onUnexpectedExit: () => undefined, stop: async () => {} };
   }
-  const binary = await findMongodBinary(env);
-  if (binary) return startMemoryReplSet(binary);
-  return startEmulator();
+  const mongodBinary = await findMongodBinary(env);
+  const kind = chooseBackend({ forced: env.MONGO_BACKEND, mongodBinary, dockerEngine: dockerEngineReachable(env) });
+  if (kind === 'mongod') {
+    if (!mongodBinary) throw new Error('MONGO_BACKEND=mongod but no mongod binary was found (MONGOMS_SYSTEM_BINARY or PATH)');
+    return startMemoryReplSet(mongodBinary);
+  }
+  if (kind === 'container') return startContainer();
+  return startSerializedEmulator(env);
+}
+
+/** A Docker engine answers on its socket (or DOCKER_HOST says where): then Testcontainers can run. */
+function dockerEngineReachable(env: NodeJS.ProcessEnv): boolean {
+  return !!env.DOCKER_HOST || existsSync('/var/run/docker.sock');
 }
 
 /** A real mongod that needs no download: MONGOMS_SYSTEM_BINARY, PATH, or mongodb-memory-server's cache. */
@@ -59,15 +102,50 @@ async function startMemoryReplSet(binary: string): Promise<MongoBackend> {
     replSet: { count: 1, storageEngine: 'wiredTiger' },
   });
   await replSet.waitUntilRunning();
+  let stopping = false;
   return {
     kind: 'mongod',
     uri: replSet.getUri(),
     description: `mongodb-memory-server replica set (${binary})`,
+    onUnexpectedExit: (listener) => {
+      const mongod = replSet.servers[0]?.instanceInfo?.instance.mongodProcess;
+      mongod?.once('exit', (code, signal) => stopping || listener(`mongod exited (${signal ?? `code ${code}`})`));
+    },
     stop: async () => {
+      stopping = true;
       await replSet.stop();
     },
   };
 }
+
+/**
+ * `mongo:8.0` as a single-node replica set in a container (the module
+ * initiates it). Testcontainers is a dev dependency: this backend is for tests
+ * on machines with Docker, never for production.
+ */
+async function startContainer(): Promise<MongoBackend> {
+  let module: typeof import('@testcontainers/mongodb');
+  try {
+    module = await import('@testcontainers/mongodb');
+  } catch {
+    throw new Error('MONGO_BACKEND=container needs the dev dependency @testcontainers/mongodb (npm ci without --omit=dev)');
+  }
+  const container = await new module.MongoDBContainer(CONTAINER_IMAGE).start();
+  return {
+    kind: 'container',
+    // directConnection: the member advertises its in-container host name, which the host cannot resolve.
+    uri: `${container.getConnectionString()}?directConnection=true`,
+    description: `Testcontainers ${CONTAINER_IMAGE} single-node replica set`,
+    // Docker owns the container's life; a dead one shows as 503 store_unavailable and a failing readiness.
+    onUnexpectedExit: () => undefined,
+    stop: async () => {
+      await container.stop();
+    },
+  };
+}
+
+/** At or above 8.0.12 (CVE-2025-10060), as docker-compose.yml. */
+export const CONTAINER_IMAGE = 'mongo:8.0.12';
 
 function emulatorBinary(): string {
   const require = createRequire(import.meta.url);
@@ -83,7 +161,17 @@ function emulatorBinary(): string {
   return join(dirname(manifest), 'bin', 'jongodb');
 }
 
-async function startEmulator(): Promise<MongoBackend> {
+/**
+ * The emulator behind the serializing proxy: it loses committed writes when
+ * transactions overlap, so it only ever sees them one at a time.
+ * EMULATOR_WRITE_CONFLICT_RATE (0..1) makes the proxy answer that share of
+ * transactional writes with a real-shaped WriteConflict.
+ */
+async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBackend> {
+  const writeConflictRate = Number(env.EMULATOR_WRITE_CONFLICT_RATE ?? 0);
+  if (!(writeConflictRate >= 0 && writeConflictRate < 1)) {
+    throw new Error(`EMULATOR_WRITE_CONFLICT_RATE must be a number in [0, 1) (got "${env.EMULATOR_WRITE_CONFLICT_RATE}")`);
+  }
   const child = spawn(emulatorBinary(), ['--port=0', '--topology-profile=singleNodeReplicaSet'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -91,12 +179,25 @@ async function startEmulator(): Promise<MongoBackend> {
   createInterface({ input: child.stderr! }).on('line', (line) => {
     if (!/tcp client io failure/.test(line)) process.stderr.write(`[jongodb] ${line}\n`);
   });
-  const uri = await readReadyLine(child);
+  const emulatorUri = await readReadyLine(child);
+  const [, host, port] = /^mongodb:\/\/([^:/]+):(\d+)/.exec(emulatorUri) ?? [];
+  const proxy = await SerializingProxy.start({ upstream: { host, port: Number(port) }, writeConflictRate });
+  let stopping = false;
+  const conflicts = writeConflictRate > 0 ? `, ${Math.round(writeConflictRate * 100)}% write conflicts injected` : '';
   return {
     kind: 'emulator',
-    uri,
-    description: 'jongodb emulator (single-node replica set profile)',
-    stop: () => stopChild(child),
+    uri: proxy.clientUri(emulatorUri),
+    unserializedUri: emulatorUri,
+    proxyStats: proxy.stats,
+    description: `EMULATOR (transactions serialized${conflicts}): jongodb single-node replica set behind the serializing proxy`,
+    onUnexpectedExit: (listener) => {
+      child.once('exit', (code, signal) => stopping || listener(`jongodb emulator exited (${signal ?? `code ${code}`})`));
+    },
+    stop: async () => {
+      stopping = true;
+      await proxy.close();
+      await stopChild(child);
+    },
   };
 }
 

@@ -1,6 +1,4 @@
-import { it } from '@jest/globals';
-
-export type BackendKind = 'uri' | 'mongod' | 'emulator';
+import type { MongoBackendKind as BackendKind } from '../../src/database/embedded-mongo.js';
 
 export function backendKind(): BackendKind {
   const kind = process.env.TEST_MONGO_BACKEND as BackendKind | undefined;
@@ -10,18 +8,5 @@ export function backendKind(): BackendKind {
 
 export const onEmulator = (): boolean => backendKind() === 'emulator';
 
-/**
- * A test whose meaning needs real storage-engine concurrency (write
- * conflicts between concurrent transactions). It runs on a real mongod
- * (MONGODB_URI or mongodb-memory-server) and is skipped on the emulator,
- * with the reason printed.
- */
-export function itRealMongo(name: string, reason: string, fn: () => Promise<void>, timeout?: number): void {
-  if (onEmulator()) {
-    process.stdout.write(`SKIPPED on the emulator: "${name}" - ${reason}\n`);
-    it.skip(`${name} [real mongod only: ${reason}]`, () => undefined);
-    return;
-  }
-  it(name, fn, timeout);
-}
-
+/** The emulator's own address, past the serializing proxy (emulator backend only). */
+export const unserializedEmulatorUri = (): string | undefined => process.env.TEST_MONGO_UNSERIALIZED_URI;

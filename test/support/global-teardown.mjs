@@ -1,3 +1,5 @@
 export default async function globalTeardown() {
-  await globalThis.__MONGO_BACKEND__?.stop();
+  const backend = globalThis.__MONGO_BACKEND__;
+  if (backend?.proxyStats) process.stdout.write(`\nSerializing proxy: ${JSON.stringify(backend.proxyStats)}\n`);
+  await backend?.stop();
 }

@@ -36,7 +36,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
   if (!options.dbName.includes('test')) throw new Error('Test databases must contain "test" in their name');
   const env: Record<string, string> = {
     NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     MONGODB_DB_NAME: options.dbName,
     PAYMENT_SIMULATOR_DB_NAME: `${options.dbName}_psp`,
     API_KEYS: Object.entries(API_KEYS).map(([tenant, secret]) => `${tenant}:${secret}`).join(','),
