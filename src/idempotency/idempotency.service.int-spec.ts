@@ -116,6 +116,23 @@ describe('IdempotencyService with a minimal consumer', () => {
     expect(await widgets.countDocuments()).toBe(1);
   });
 
+  it('one key sent to two schema versions at once, ten times: always one record and one execution', async () => {
+    // Raced for real over the store (on the emulator: through the serializing proxy).
+    for (let round = 0; round < 10; round++) {
+      const clientKey = `k-race-${round}`;
+      const results = await Promise.allSettled([
+        service.execute(request({ schemaVersion: 1, clientKey }), work),
+        service.execute(request({ schemaVersion: 2, clientKey }), work),
+      ]);
+      for (const result of results) {
+        // The loser replays the winner, or is told the key is in flight.
+        if (result.status === 'rejected') expect(result.reason).toMatchObject({ code: 'idempotency_key_in_use' });
+      }
+      expect(await t.db.collection('idempotency_records').countDocuments({ clientKey })).toBe(1);
+    }
+    expect(await widgets.countDocuments()).toBe(10);
+  });
+
   it('a live record under an id of an earlier release (with v{N} in it) still owns its key', async () => {
     const legacyId = 'acme:orders-service:widgets.create:v1:k-1';
     const response = { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"wgt_legacy"}' };
