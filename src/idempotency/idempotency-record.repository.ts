@@ -3,6 +3,7 @@ import { InjectModel } from '@nestjs/mongoose';
 import type { ClientSession, Model } from 'mongoose';
 import { isDuplicateKey } from '../database/mongo-errors.js';
 import { deriveClaimId } from './claim-id.js';
+import { ERASED_FINGERPRINT } from './fingerprint.js';
 import { LeaseLostError } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease, RecordLease, StoredResponseDoc } from './idempotency-record.js';
 import { IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
@@ -20,6 +21,9 @@ export interface KeyScopeFields {
   clientKey: string;
   operation: string;
 }
+
+/** What a restarted attempt takes from the request that restarts it. */
+export type RestartedRequest = Pick<IdempotencyRecord, 'fingerprint' | 'subject'>;
 
 export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
 
@@ -107,11 +111,14 @@ export class IdempotencyRecordRepository {
    * on the old one must not revive the new one. The lease comes from the
    * updated document, so its claim id is the one every later takeover derives.
    */
-  async restart(session: ClientSession, old: IdempotencyRecord, lease: RecordLease): Promise<Lease> {
+  async restart(session: ClientSession, old: IdempotencyRecord, lease: RecordLease, request: RestartedRequest): Promise<Lease> {
     const updated = await this.records
       .findOneAndUpdate(
         { _id: old._id, createdAt: old.createdAt, status: 'failed', response: null, attempt: old.attempt },
-        { $set: { status: 'pending', attempt: old.attempt + 1, lease, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt } },
+        {
+          // The request's fingerprint and subject again: an erasure may have removed them from the old attempt.
+          $set: { status: 'pending', attempt: old.attempt + 1, lease, ...request, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt },
+        },
         { session, returnDocument: 'after' },
       )
       .lean<IdempotencyRecord>()
@@ -185,10 +192,14 @@ export class IdempotencyRecordRepository {
       .exec();
   }
 
-  /** Erasure: the stored response is replaced and the record no longer points at its subject. */
+  /**
+   * Erasure: the stored response is replaced, and the record keeps nothing
+   * derived from its subject's data - neither the subject digest nor the
+   * fingerprint of a body that named them.
+   */
   async redact(session: ClientSession, recordId: string, response: StoredResponseDoc | null, now: Date): Promise<void> {
-    const set = response ? { response, subject: null, updatedAt: now } : { subject: null, updatedAt: now };
-    await this.records.updateOne({ _id: recordId }, { $set: set }, { session });
+    const erased = { subject: null, fingerprint: ERASED_FINGERPRINT, updatedAt: now };
+    await this.records.updateOne({ _id: recordId }, { $set: response ? { ...erased, response } : erased }, { session });
   }
 
   /** Pending records of these operations whose lease ran out, oldest lease first: the reaper's work list. */
