@@ -59,7 +59,7 @@ export class IdempotencyClaims {
   }
 
   /** A unique backstop stopped a second business write: never expected, so counted (it pages) and logged. */
-  reportDuplicate(error: DuplicateClaimError, operation: string): void {
+  private reportDuplicate(error: DuplicateClaimError, operation: string): void {
     this.metrics.duplicateCreations.inc({ operation });
     this.logger.error(error.message);
   }

@@ -5,7 +5,7 @@ import { isDuplicateKey } from '../database/mongo-errors.js';
 import { deriveClaimId } from './claim-id.js';
 import { ERASED_FINGERPRINT } from './fingerprint.js';
 import { LeaseLostError } from './idempotency.errors.js';
-import type { IdempotencyRecord, Lease, RecordLease, StoredResponseDoc } from './idempotency-record.js';
+import type { IdempotencyRecord, Lease, RecordConflict, RecordLease, StoredResponseDoc } from './idempotency-record.js';
 import { IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
 
 /** Another request created or changed the record first; the caller re-reads it. */
@@ -25,7 +25,7 @@ export interface KeyScopeFields {
 /** What a restarted attempt takes from the request that restarts it. */
 export type RestartedRequest = Pick<IdempotencyRecord, 'fingerprint' | 'subject'>;
 
-export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
+export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease' | 'conflict'>;
 
 type LeaseSource = Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion' | 'ttlSeconds'>;
 
@@ -51,7 +51,7 @@ export class IdempotencyRecordRepository {
   constructor(@InjectModel(IDEMPOTENCY_RECORD_MODEL) private readonly records: Model<IdempotencyRecord>) {}
 
   async insertPending(session: ClientSession, record: NewRecord, lease: RecordLease): Promise<Lease> {
-    const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
+    const doc = { ...record, lease, recoveryPoint: null, response: null, conflict: null, purgeAt: null, updatedAt: record.createdAt };
     try {
       await this.records.insertMany([doc], { session });
     } catch (error) {
@@ -94,7 +94,7 @@ export class IdempotencyRecordRepository {
 
   /** A finished, expired record is replaced whole by a new claim (compare-and-set on what we read). */
   async replaceExpired(session: ClientSession, old: IdempotencyRecord, record: NewRecord, lease: RecordLease): Promise<Lease> {
-    const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
+    const doc = { ...record, lease, recoveryPoint: null, response: null, conflict: null, purgeAt: null, updatedAt: record.createdAt };
     const result = await this.records.replaceOne(
       { _id: old._id, createdAt: old.createdAt, status: old.status, attempt: old.attempt, expiresAt: old.expiresAt },
       doc,
@@ -169,10 +169,19 @@ export class IdempotencyRecordRepository {
   ): Promise<void> {
     const result = await this.records.updateOne(
       { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-      { $set: { status, recoveryPoint, response, lease: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
+      { $set: { status, recoveryPoint, response, lease: null, conflict: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
       { session },
     );
     if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
+  }
+
+  /** Notes what stopped this attempt for the admin API (and the reaper, which then leaves the record to a human). */
+  async noteConflict(lease: Lease, conflict: RecordConflict): Promise<boolean> {
+    const result = await this.records.updateOne(
+      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+      { $set: { conflict, updatedAt: conflict.at } },
+    );
+    return result.matchedCount === 1;
   }
 
   /** Gives the lease up early (a transient failure): the next retry or the reaper may take over at once. */
@@ -202,10 +211,15 @@ export class IdempotencyRecordRepository {
     await this.records.updateOne({ _id: recordId }, { $set: response ? { ...erased, response } : erased }, { session });
   }
 
-  /** Pending records of these operations whose lease ran out, oldest lease first: the reaper's work list. */
+  /**
+   * Pending records of these operations whose lease ran out, oldest lease
+   * first: the reaper's work list. Records with a noted conflict are left to
+   * a human (retrying cannot resolve them; their age still raises the
+   * pending-stuck alert).
+   */
   findStale(operations: string[], now: Date, limit: number): Promise<IdempotencyRecord[]> {
     return this.records
-      .find({ status: 'pending', 'lease.expiresAt': { $lte: now }, operation: { $in: operations } })
+      .find({ status: 'pending', 'lease.expiresAt': { $lte: now }, operation: { $in: operations }, conflict: null })
       .sort({ 'lease.expiresAt': 1 })
       .limit(limit)
       .lean<IdempotencyRecord[]>()

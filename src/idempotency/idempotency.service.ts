@@ -16,6 +16,7 @@ import {
   LeaseLostError,
 } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease } from './idempotency-record.js';
+import { IdempotencyAttempts } from './idempotency-attempts.js';
 import { IdempotencyClaims } from './idempotency-claims.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { decide } from './record-decision.js';
@@ -39,6 +40,7 @@ export class IdempotencyService {
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly claims: IdempotencyClaims,
+    private readonly attempts: IdempotencyAttempts,
     private readonly transactions: TransactionRunner,
     private readonly responses: StoredResponses,
     private readonly metrics: MetricsService,
@@ -184,7 +186,7 @@ export class IdempotencyService {
         return null;
       }
       if (error instanceof AttemptAbandonedError) return null;
-      if (error instanceof DuplicateClaimError) this.claims.reportDuplicate(error, request.operation);
+      if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       const released = await this.records.release(lease, this.clock.now()).catch(() => false);
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);

@@ -23,6 +23,7 @@ function record(overrides: Partial<IdempotencyRecord>): IdempotencyRecord {
     recoveryPoint: null,
     subject: null,
     response: null,
+    conflict: null,
     createdAt: now,
     updatedAt: now,
     expiresAt: later(86_400_000),

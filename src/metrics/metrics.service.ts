@@ -41,6 +41,20 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly stateConflicts = new Counter({
+    name: 'idempotency_state_conflicts_total',
+    help: 'Attempts stopped because a document they would write exists with other content (the record shows it); must stay 0',
+    labelNames: ['operation', 'what'] as const,
+    registers: [this.registry],
+  });
+
+  readonly adoptedDocuments = new Counter({
+    name: 'workflow_adopted_documents_total',
+    help: 'Documents found already written exactly as an attempt would write them (half-applied earlier attempt) and adopted',
+    labelNames: ['what'] as const,
+    registers: [this.registry],
+  });
+
   readonly storeDuration = new Histogram({
     name: 'idempotency_store_duration_seconds',
     help: 'Latency of idempotency store operations',

@@ -19,6 +19,10 @@ export class OutboxEventRepository {
     }
   }
 
+  findById(session: ClientSession, id: string): Promise<OutboxEvent | null> {
+    return this.events.findById(id).session(session).lean<OutboxEvent>().exec();
+  }
+
   async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
     const result = await this.events.updateMany(
       { tenant, 'payload.customerId': customerId },
