@@ -97,6 +97,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly serverClockOffset = new Gauge({
+    name: 'server_clock_offset_seconds',
+    help: "MongoDB primary's clock minus this host's clock at the last reading; leases and expiry use the primary's",
+    registers: [this.registry],
+  });
+
   readonly outboxBacklog = new Gauge({
     name: 'outbox_backlog',
     help: 'Outbox events not yet published (set by the relay)',
