@@ -16,6 +16,7 @@ import {
   computeRatios,
   findDuplicateOrders,
   formatReport,
+  measuringWindowSeconds,
   formatScenarioRow,
   percentile,
   ratioDefinitions,
@@ -46,6 +47,8 @@ const EMULATOR_QUICK_LEVELS = [4, 16];
 /** 409s and replays are cheap, so the hot key keeps its 64 clients everywhere. */
 const HOT_KEY_CONCURRENCY = 64;
 const DUPLICATE_RATE = 0.05;
+/** Fewer completed requests than this judge nothing (e.g. the 5% duplicates need some 40 requests to send two). */
+const MIN_MEASURED_REQUESTS = 40;
 
 const ORDER_BODY = JSON.stringify({
   customerId: 'cus_bench',
@@ -171,7 +174,9 @@ function allStatus(measured: LoadMeasurement, status: string): CheckResult {
 
 /**
  * Empty store, warm-up run (discarded), empty store again, measured run,
- * wait for the requests still inside the service. (Stray writes of warm-up
+ * wait for the requests still inside the service. The measured window
+ * stretches (up to a cap) when the warm-up shows a slow backend would
+ * otherwise complete too few requests to judge. (Stray writes of warm-up
  * requests still in flight at the second clean only carry warm-up keys.)
  */
 async function warmThenMeasure(
@@ -182,11 +187,20 @@ async function warmThenMeasure(
 ): Promise<LoadMeasurement> {
   const { store, settings } = bench;
   await store.clean();
+  let warmupRequests = 0;
   if (settings.warmupSeconds > 0) {
-    await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.warmupSeconds, requests: requestsFor('warm') });
+    const warm = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.warmupSeconds, requests: requestsFor('warm') });
+    warmupRequests = warm.requests;
     await store.clean();
   }
-  const measured = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.durationSeconds, requests: requestsFor('run') });
+  const durationSeconds = measuringWindowSeconds({
+    baseSeconds: settings.durationSeconds,
+    warmupSeconds: settings.warmupSeconds,
+    warmupRequests,
+    minRequests: MIN_MEASURED_REQUESTS,
+    capSeconds: settings.mode === 'quick' ? 15 : 60,
+  });
+  const measured = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') });
   await settle(bench);
   return measured;
 }
