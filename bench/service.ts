@@ -7,6 +7,8 @@ export interface ServiceProcess {
   name: string;
   baseUrl: string;
   pid: number | undefined;
+  /** From spawn to the first 200 of /health/ready: the boot, which a profile should leave out. */
+  readyAfterMs: number;
   stop(): Promise<void>;
 }
 
@@ -20,6 +22,8 @@ export interface ServiceOptions {
   disableIdempotency: boolean;
   paymentLatencyMs: number;
   apiKeys: string;
+  /** Write a V8 CPU profile of the process into this folder when it exits. */
+  cpuProfileDir?: string;
 }
 
 const READY_TIMEOUT_MS = 30_000;
@@ -46,20 +50,24 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     SHUTDOWN_GRACE_MS: '2000',
   };
   delete env.FAULT_CRASH_AT;
-  const child = spawn(process.execPath, [join(options.root, 'dist', 'src', 'main.js')], {
+  const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, join(options.root, 'dist', 'src', 'main.js')], {
     cwd: options.root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const spawnedAt = Date.now();
   const output = keepTail(child);
   const service: ServiceProcess = {
     name: options.name,
     baseUrl: `http://127.0.0.1:${port}`,
     pid: child.pid,
+    readyAfterMs: 0,
     stop: () => stopChild(child),
   };
   try {
     await waitUntilReady(service, child);
+    service.readyAfterMs = Date.now() - spawnedAt;
   } catch (error) {
     await service.stop();
     throw new Error(`${options.name}: ${(error as Error).message}\n--- last output ---\n${output().join('\n')}`);
