@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { cpuMeter, cpuMsFromStat, processCpuMs } from './cpu.js';
+import { cpuMeter, cpuMsFromStat, idleCpuRate, processCpuMs } from './cpu.js';
 
 describe('service CPU per request', () => {
   it('reads utime + stime from /proc/<pid>/stat, also when the command name holds spaces and parentheses', () => {
@@ -15,5 +15,16 @@ describe('service CPU per request', () => {
     expect(meter.perRequest(2)).toBeGreaterThan(0);
     expect(processCpuMs(2 ** 22 + 1)).toBeNull();
     expect(cpuMeter(undefined).perRequest(1)).toBeNull();
+  });
+});
+
+describe('idle CPU', () => {
+  it('is left out of the CPU per request', async () => {
+    const busy = cpuMeter(process.pid, 0);
+    const net = cpuMeter(process.pid, 1e6);
+    for (const end = Date.now() + 30; Date.now() < end; );
+    expect(busy.perRequest(1)).toBeGreaterThan(0);
+    expect(net.perRequest(1)).toBe(0);
+    await expect(idleCpuRate(process.pid, 50)).resolves.toBeGreaterThanOrEqual(0);
   });
 });

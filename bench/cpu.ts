@@ -27,14 +27,29 @@ export function cpuMsFromStat(stat: string, ticksPerSecond: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
 }
 
-/** Starts measuring a process's CPU; `perRequest(n)` gives the CPU ms per request since then. */
-export function cpuMeter(pid: number | undefined): { perRequest(requests: number): number | null } {
+/**
+ * Starts measuring a process's CPU; `perRequest(n)` gives the CPU ms per
+ * request since then, less what the process burns when idle (heartbeats,
+ * pollers) over the same time: on a slow store few requests complete, and
+ * that background would otherwise count as the requests' own cost.
+ */
+export function cpuMeter(pid: number | undefined, idleMsPerSecond = 0): { perRequest(requests: number): number | null } {
   const before = processCpuMs(pid);
+  const started = Date.now();
   return {
     perRequest(requests) {
       const after = processCpuMs(pid);
       if (before === null || after === null || requests <= 0) return null;
-      return (after - before) / requests;
+      const background = (idleMsPerSecond * (Date.now() - started)) / 1000;
+      return Math.max(0, after - before - background) / requests;
     },
   };
+}
+
+/** CPU ms per second a process uses while nothing is sent to it. */
+export async function idleCpuRate(pid: number | undefined, sampleMs = 2000): Promise<number> {
+  const before = processCpuMs(pid);
+  await new Promise((resolve) => setTimeout(resolve, sampleMs));
+  const after = processCpuMs(pid);
+  return before === null || after === null ? 0 : ((after - before) * 1000) / sampleMs;
 }

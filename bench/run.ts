@@ -174,7 +174,7 @@ function scenario(id: string, title: string, concurrency: number, measured: Meas
 type Measured = LoadMeasurement & { cpuMsPerRequest: number | null };
 
 async function measure(target: ServiceProcess, load: () => Promise<LoadMeasurement>): Promise<Measured> {
-  const cpu = cpuMeter(target.pid);
+  const cpu = cpuMeter(target.pid, target.idleCpuMsPerSecond);
   const measured = await load();
   return { ...measured, cpuMsPerRequest: cpu.perRequest(measured.requests) };
 }
@@ -523,6 +523,7 @@ async function main(): Promise<number> {
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const [service, layerOff] = services.map((started) => (started as PromiseFulfilledResult<ServiceProcess>).value);
     console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
+    console.log(`  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`);
 
     const store = await BenchStore.connect(backend.uri, names.db, names.simulator);
     cleanups.push(() => store.close());

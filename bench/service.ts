@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { idleCpuRate } from './cpu.js';
 
 /** A built service (`node dist/src/main.js`) running as a child process for the benchmark. */
 export interface ServiceProcess {
@@ -9,6 +10,8 @@ export interface ServiceProcess {
   pid: number | undefined;
   /** From spawn to the first 200 of /health/ready: the boot, which a profile should leave out. */
   readyAfterMs: number;
+  /** CPU ms per second while idle, measured once after boot; subtracted from per-request CPU. */
+  idleCpuMsPerSecond: number;
   stop(): Promise<void>;
 }
 
@@ -63,11 +66,13 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     baseUrl: `http://127.0.0.1:${port}`,
     pid: child.pid,
     readyAfterMs: 0,
+    idleCpuMsPerSecond: 0,
     stop: () => stopChild(child),
   };
   try {
     await waitUntilReady(service, child);
     service.readyAfterMs = Date.now() - spawnedAt;
+    service.idleCpuMsPerSecond = await idleCpuRate(child.pid);
   } catch (error) {
     await service.stop();
     throw new Error(`${options.name}: ${(error as Error).message}\n--- last output ---\n${output().join('\n')}`);
