@@ -6,7 +6,7 @@
 # .env.example). docker-compose.yml runs it next to a 3-member replica set.
 
 # ---- Stage 1: compile TypeScript --------------------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Nothing needs an install script to compile (the only runtime one is
@@ -17,7 +17,7 @@ COPY . .
 RUN npm run build
 
 # ---- Stage 2: runtime ---------------------------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

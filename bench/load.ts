@@ -54,7 +54,7 @@ export interface LoadOptions {
 }
 
 /** What one load run measures: a scenario's row without its naming and its check. */
-export type LoadMeasurement = Omit<ScenarioResult, 'id' | 'title' | 'concurrency' | 'check'>;
+export type LoadMeasurement = Omit<ScenarioResult, 'id' | 'title' | 'concurrency' | 'check' | 'cpuMsPerRequest'>;
 
 export async function runLoad(options: LoadOptions): Promise<LoadMeasurement> {
   const result = await autocannon({

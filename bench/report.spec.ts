@@ -4,6 +4,7 @@ import {
   computeRatios,
   findDuplicateOrders,
   formatReport,
+  measuringWindowSeconds,
   parseResults,
   percentile,
   ratioDefinitions,
@@ -11,6 +12,7 @@ import {
   runPassed,
   scenarioId,
   serializeResults,
+  targetMet,
   RESULTS_SCHEMA_VERSION,
   ResultsFormatError,
   type BenchResults,
@@ -30,6 +32,7 @@ function row(id: string, title: string, concurrency: number, reqPerSec: number, 
     errors: 0,
     non2xx: 0,
     statusCounts: { '201': Math.round(reqPerSec * 3) },
+    cpuMsPerRequest: 2,
     check: { ok: true, detail: 'all 201' },
     ...extra,
   };
@@ -39,14 +42,18 @@ const LEVELS = [16, 64];
 
 function sampleScenarios(): ScenarioResult[] {
   return [
-    row(scenarioId.raw(16), 'raw driver: claim transaction', 16, 2000, { statusCounts: {}, check: { ok: true, detail: '6000 committed, 0 failed' } }),
-    row(scenarioId.raw(64), 'raw driver: claim transaction', 64, 2500, { statusCounts: {}, check: null }),
-    row(scenarioId.create(16), 'create, unique keys', 16, 500),
-    row(scenarioId.create(64), 'create, unique keys', 64, 625),
-    row(scenarioId.createLayerOff(16), 'create, unique keys, idempotency layer OFF', 16, 800),
-    row(scenarioId.createLayerOff(64), 'create, unique keys, idempotency layer OFF', 64, 1000),
-    row(scenarioId.replay(16), 'replay of completed keys', 16, 3000),
-    row(scenarioId.get(16), 'GET /v1/orders/:id (same orders)', 16, 4000, { statusCounts: { '200': 12000 } }),
+    row(scenarioId.floor(16), 'floor: the same create, bare driver', 16, 2000, {
+      statusCounts: {},
+      cpuMsPerRequest: null,
+      check: { ok: true, detail: '6000 creates, 0 failed' },
+    }),
+    row(scenarioId.floor(64), 'floor: the same create, bare driver', 64, 2500, { statusCounts: {}, cpuMsPerRequest: null, check: null }),
+    row(scenarioId.create(16), 'create, unique keys', 16, 500, { cpuMsPerRequest: 4.6 }),
+    row(scenarioId.create(64), 'create, unique keys', 64, 625, { cpuMsPerRequest: 4.4 }),
+    row(scenarioId.createLayerOff(16), 'create, unique keys, idempotency layer OFF', 16, 800, { cpuMsPerRequest: 4 }),
+    row(scenarioId.createLayerOff(64), 'create, unique keys, idempotency layer OFF', 64, 1000, { cpuMsPerRequest: 4 }),
+    row(scenarioId.replay(16), 'replay of completed keys', 16, 3000, { cpuMsPerRequest: 0.6 }),
+    row(scenarioId.get(16), 'GET /v1/orders/:id (same orders)', 16, 4000, { statusCounts: { '200': 12000 }, cpuMsPerRequest: 0.5 }),
     row(scenarioId.mixed(16), 'mixed, 5% duplicate keys', 16, 450, {
       non2xx: 3,
       statusCounts: { '201': 1347, '409': 3 },
@@ -90,8 +97,9 @@ describe('results file', () => {
   it('keeps the ratios computed before writing', () => {
     const parsed = parseResults(serializeResults(sampleResults()));
     const value = (id: string) => parsed.ratios.find((ratio) => ratio.id === id)?.value;
-    expect(value('create-vs-raw-c16')).toBeCloseTo(0.25);
-    expect(value('create-vs-raw-c64')).toBeCloseTo(0.25);
+    expect(value('create-vs-floor-c16')).toBeCloseTo(0.25);
+    expect(value('create-vs-floor-c64')).toBeCloseTo(0.25);
+    expect(value('replay-vs-get-cpu-c16')).toBeCloseTo(1.2);
     expect(value('layer-on-vs-off-c16')).toBeCloseTo(0.625);
     expect(value('layer-on-vs-off-c64')).toBeCloseTo(0.625);
     expect(value('replay-vs-create-c16')).toBeCloseTo(6);
@@ -107,7 +115,9 @@ describe('results file', () => {
     };
     expect(() => parseResults('{not json')).toThrow(ResultsFormatError);
     expect(() => parseResults('[]')).toThrow('$ must be an object');
-    expect(() => parseResults(variant((c) => (c.schemaVersion = 2)))).toThrow('$.schemaVersion must be 1');
+    expect(() => parseResults(variant((c) => (c.schemaVersion = 1)))).toThrow('$.schemaVersion must be 2');
+    expect(() => parseResults(variant((c) => (c.ratios[0].basis = 'ops')))).toThrow('$.ratios[0].basis');
+    expect(() => parseResults(variant((c) => (c.scenarios[2].cpuMsPerRequest = 'cheap')))).toThrow('$.scenarios[2].cpuMsPerRequest');
     expect(() => parseResults(variant((c) => delete c.machine.cpus))).toThrow('$.machine.cpus');
     expect(() => parseResults(variant((c) => (c.scenarios[2].reqPerSec = -1)))).toThrow('$.scenarios[2].reqPerSec');
     expect(() => parseResults(variant((c) => (c.scenarios[0].p99Ms = 'fast')))).toThrow('$.scenarios[0].p99Ms');
@@ -128,25 +138,41 @@ describe('results file', () => {
 });
 
 describe('ratios', () => {
-  it('divides req/s and gives null when a side is missing or zero', () => {
-    const scenarios = [row('a', 'a', 1, 50), row('b', 'b', 1, 200), row('z', 'z', 1, 0)];
+  const definition = (id: string, numerator: string, denominator: string, basis: 'req/s' | 'cpu' = 'req/s') =>
+    ({ id, label: id, basis, numerator, denominator, target: null }) as const;
+
+  it('divides req/s, or CPU per request, and gives null when a side is missing or zero', () => {
+    const scenarios = [row('a', 'a', 1, 50, { cpuMsPerRequest: 3 }), row('b', 'b', 1, 200), row('z', 'z', 1, 0, { cpuMsPerRequest: null })];
     const ratios = computeRatios(scenarios, [
-      { id: 'ab', label: 'a / b', numerator: 'a', denominator: 'b' },
-      { id: 'ax', label: 'a / x', numerator: 'a', denominator: 'missing' },
-      { id: 'az', label: 'a / z', numerator: 'a', denominator: 'z' },
+      definition('ab', 'a', 'b'),
+      definition('ax', 'a', 'missing'),
+      definition('az', 'a', 'z'),
+      definition('ab-cpu', 'a', 'b', 'cpu'),
+      definition('az-cpu', 'a', 'z', 'cpu'),
     ]);
-    expect(ratios.map((ratio) => ratio.value)).toEqual([0.25, null, null]);
+    expect(ratios.map((ratio) => ratio.value)).toEqual([0.25, null, null, 1.5, null]);
   });
 
-  it('defines create/raw and on/off per level, replay/create and replay/GET at the replay level', () => {
-    expect(ratioDefinitions([4, 16], 4).map((definition) => definition.id)).toEqual([
-      'create-vs-raw-c4',
-      'create-vs-raw-c16',
-      'layer-on-vs-off-c4',
-      'layer-on-vs-off-c16',
-      'replay-vs-create-c4',
-      'replay-vs-get-c4',
+  it('defines create/floor and on/off per level, replay/create and replay/GET at the replay level, and the CPU ratios', () => {
+    expect(ratioDefinitions([4, 16], 4).map((ratio) => `${ratio.id} ${ratio.basis}`)).toEqual([
+      'create-vs-floor-c4 req/s',
+      'create-vs-floor-c16 req/s',
+      'layer-on-vs-off-c4 req/s',
+      'layer-on-vs-off-c16 req/s',
+      'replay-vs-create-c4 req/s',
+      'replay-vs-get-c4 req/s',
+      'layer-on-vs-off-cpu-c4 cpu',
+      'layer-on-vs-off-cpu-c16 cpu',
+      'replay-vs-get-cpu-c4 cpu',
     ]);
+  });
+
+  it('says whether a target is met', () => {
+    const [layer, , replay] = computeRatios(sampleScenarios(), ratioDefinitions(LEVELS, 16)).filter((ratio) => ratio.basis === 'cpu');
+    expect(layer.value).toBeCloseTo(1.15);
+    expect(targetMet(layer)).toBe(true);
+    expect(targetMet({ ...replay, value: 1.6 })).toBe(false);
+    expect(targetMet({ ...replay, target: null })).toBeNull();
   });
 });
 
@@ -154,13 +180,13 @@ describe('table', () => {
   it('prints one aligned row per scenario with req/s, p50, p99, errors, non-2xx and the check', () => {
     const lines = formatReport(sampleResults()).split('\n');
     const headerIndex = lines.findIndex((line) => line.startsWith('scenario'));
-    expect(lines[headerIndex]).toMatch(/^scenario\s+conc\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+non-2xx\s+check$/);
+    expect(lines[headerIndex]).toMatch(/^scenario\s+conc\s+req\/s\s+p50 ms\s+p99 ms\s+cpu ms\/req\s+errors\s+non-2xx\s+check$/);
     expect(lines[headerIndex + 1]).toMatch(/^-+$/);
     const rows = lines.slice(headerIndex + 2, headerIndex + 12);
     expect(rows).toHaveLength(10);
-    expect(rows[2]).toMatch(/^create, unique keys\s+16\s+500\.0\s+12\.0\s+48\.3\s+0\s+0\s+ok: all 201$/);
-    expect(rows[1]).toMatch(/^raw driver: claim transaction\s+64\s+2500\.0\s+12\.0\s+48\.3\s+0\s+0\s+-$/);
-    expect(rows[9]).toMatch(/^hot key: all clients on one key\s+64\s+3500\.0\s+12\.0\s+48\.3\s+0\s+40\s+ok: all 201$/);
+    expect(rows[2]).toMatch(/^create, unique keys\s+16\s+500\.0\s+12\.0\s+48\.3\s+4\.60\s+0\s+0\s+ok: all 201$/);
+    expect(rows[1]).toMatch(/^floor: the same create, bare driver\s+64\s+2500\.0\s+12\.0\s+48\.3\s+-\s+0\s+0\s+-$/);
+    expect(rows[9]).toMatch(/^hot key: all clients on one key\s+64\s+3500\.0\s+12\.0\s+48\.3\s+2\.00\s+0\s+40\s+ok: all 201$/);
     // Same width up to the check column on every row.
     const checkColumn = lines[headerIndex].indexOf('check');
     for (const line of rows) expect(line.slice(checkColumn - 2, checkColumn)).toBe('  ');
@@ -169,7 +195,10 @@ describe('table', () => {
   it('prints the ratios, the checks summary, and no emulator caveat on a real MongoDB', () => {
     const text = formatReport(sampleResults('uri'));
     expect(text).toContain('Ratios (req/s):');
-    expect(text).toMatch(/create \/ raw driver \(c16\)\s+0\.25 {3}\(create-c16 \/ raw-driver-c16\)/);
+    expect(text).toMatch(/create \/ floor \(c16\)\s+0\.25 {3}\(create-c16 \/ floor-c16\) {3}target >= 0\.6: MISSED/);
+    expect(text).toContain('Ratios (service CPU per request; lower is cheaper):');
+    expect(text).toMatch(/layer on \/ layer off \(c16\)\s+1\.15 {3}\(create-c16 \/ create-layer-off-c16\) {3}target <= 1\.15: met/);
+    expect(text).toMatch(/replay \/ GET \(c16\)\s+1\.20 {3}\(replay-c16 \/ get-c16\) {3}target <= 1\.5: met/);
     expect(text).toMatch(/layer on \/ layer off \(c64\)\s+0\.63/);
     expect(text).toMatch(/replay \/ create \(c16\)\s+6\.00/);
     expect(text).toMatch(/replay \/ GET \(c16\)\s+0\.75/);
@@ -193,19 +222,32 @@ describe('table', () => {
 });
 
 describe('checks', () => {
-  it('fail the run on a real MongoDB, and are reported but not binding on the emulator', () => {
+  it('fail the run on every backend, the serialized emulator included', () => {
     const failing = (kind: BenchResults['backend']['kind']) => {
       const results = sampleResults(kind);
       results.scenarios[8] = { ...results.scenarios[8], check: { ok: false, detail: 'duplicate orders: 2' } };
       return results;
     };
     expect(runPassed(sampleResults('uri'))).toBe(true);
-    expect(runPassed(failing('uri'))).toBe(false);
-    expect(runPassed(failing('mongod'))).toBe(false);
-    expect(runPassed(failing('emulator'))).toBe(true);
-    expect(formatReport(failing('uri'))).toContain('Checks: FAILED 1 of 9: mixed-dup-c16.');
-    expect(formatReport(failing('emulator'))).toContain('1 of 9 failed on the emulator (mixed-dup-c16) - not binding');
+    expect(runPassed(sampleResults('emulator'))).toBe(true);
+    for (const kind of ['uri', 'mongod', 'emulator'] as const) expect(runPassed(failing(kind))).toBe(false);
+    expect(formatReport(failing('emulator'))).toContain('Checks: FAILED 1 of 9: mixed-dup-c16.');
     expect(formatReport(failing('uri'))).toMatch(/mixed, 5% duplicate keys .* FAIL: duplicate orders: 2$/m);
+  });
+});
+
+describe('measuringWindowSeconds', () => {
+  const base = { baseSeconds: 2, warmupSeconds: 1, minRequests: 40, capSeconds: 15 };
+  it('keeps the base window when the warm-up shows it is enough', () => {
+    expect(measuringWindowSeconds({ ...base, warmupRequests: 100 })).toBe(2);
+  });
+  it('stretches it to what the warm-up throughput needs, up to the cap', () => {
+    expect(measuringWindowSeconds({ ...base, warmupRequests: 8 })).toBe(5);
+    expect(measuringWindowSeconds({ ...base, warmupRequests: 1 })).toBe(15);
+  });
+  it('takes the cap when the warm-up completed nothing, and the base when there was no warm-up', () => {
+    expect(measuringWindowSeconds({ ...base, warmupRequests: 0 })).toBe(15);
+    expect(measuringWindowSeconds({ ...base, warmupSeconds: 0, warmupRequests: 0 })).toBe(2);
   });
 });
 

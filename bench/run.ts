@@ -4,7 +4,7 @@
  * prints the table and the ratios, and writes bench/results/<ISO date>.json.
  * See bench/README.md for what each scenario means.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import {
   computeRatios,
   findDuplicateOrders,
   formatReport,
+  measuringWindowSeconds,
   formatScenarioRow,
   percentile,
   ratioDefinitions,
@@ -28,6 +29,8 @@ import {
   type CheckResult,
   type ScenarioResult,
 } from './report.js';
+import { cpuMeter } from './cpu.js';
+import { formatFrames, topFrames, type CpuProfile } from './profile.js';
 import { startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
@@ -46,6 +49,8 @@ const EMULATOR_QUICK_LEVELS = [4, 16];
 /** 409s and replays are cheap, so the hot key keeps its 64 clients everywhere. */
 const HOT_KEY_CONCURRENCY = 64;
 const DUPLICATE_RATE = 0.05;
+/** Fewer completed requests than this judge nothing (e.g. the 5% duplicates need some 40 requests to send two). */
+const MIN_MEASURED_REQUESTS = 40;
 
 const ORDER_BODY = JSON.stringify({
   customerId: 'cus_bench',
@@ -64,7 +69,14 @@ interface Settings {
   paymentLatencyMs: number;
   /** From --concurrency; undefined = the default for the backend. */
   levels?: number[];
+  /** --only: the scenario families to run (all when undefined). */
+  only?: ScenarioFamily[];
+  /** --profile: V8 CPU profiles of both services, summarized at the end. */
+  profile: boolean;
 }
+
+const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key'] as const;
+type ScenarioFamily = (typeof FAMILIES)[number];
 
 interface Bench {
   settings: Settings;
@@ -89,6 +101,8 @@ function readSettings(argv: string[]): Settings {
       'replay-keys': { type: 'string' },
       'payment-latency-ms': { type: 'string' },
       concurrency: { type: 'string' },
+      only: { type: 'string' },
+      profile: { type: 'boolean', default: false },
     },
   });
   const quick = values.quick ?? false;
@@ -105,7 +119,16 @@ function readSettings(argv: string[]): Settings {
     replayKeys: Math.max(1, int(values['replay-keys'], quick ? 20 : 200, 'replay-keys')),
     paymentLatencyMs: int(values['payment-latency-ms'], 0, 'payment-latency-ms'),
     levels: values.concurrency === undefined ? undefined : parseLevels(values.concurrency),
+    only: values.only === undefined ? undefined : parseFamilies(values.only),
+    profile: values.profile ?? false,
   };
+}
+
+function parseFamilies(value: string): ScenarioFamily[] {
+  const families = value.split(',').map((part) => part.trim());
+  const unknown = families.filter((family) => !FAMILIES.includes(family as ScenarioFamily));
+  if (unknown.length > 0) throw new Error(`--only takes a comma-separated list of ${FAMILIES.join(', ')} (unknown: ${unknown.join(', ')})`);
+  return families as ScenarioFamily[];
 }
 
 function parseLevels(value: string): number[] {
@@ -143,14 +166,17 @@ function uniqueKeys(prefix: string): () => string {
 
 // ---------------------------------------------------------------- helpers
 
-function scenario(
-  id: string,
-  title: string,
-  concurrency: number,
-  measured: LoadMeasurement,
-  check: CheckResult | null,
-): ScenarioResult {
+function scenario(id: string, title: string, concurrency: number, measured: Measured, check: CheckResult | null): ScenarioResult {
   return { id, title, concurrency, ...measured, check };
+}
+
+/** A load run with the service's CPU per completed request over the same window. */
+type Measured = LoadMeasurement & { cpuMsPerRequest: number | null };
+
+async function measure(target: ServiceProcess, load: () => Promise<LoadMeasurement>): Promise<Measured> {
+  const cpu = cpuMeter(target.pid, target.idleCpuMsPerSecond);
+  const measured = await load();
+  return { ...measured, cpuMsPerRequest: cpu.perRequest(measured.requests) };
 }
 
 function statusSummary(counts: Record<string, number>): string {
@@ -171,7 +197,9 @@ function allStatus(measured: LoadMeasurement, status: string): CheckResult {
 
 /**
  * Empty store, warm-up run (discarded), empty store again, measured run,
- * wait for the requests still inside the service. (Stray writes of warm-up
+ * wait for the requests still inside the service. The measured window
+ * stretches (up to a cap) when the warm-up shows a slow backend would
+ * otherwise complete too few requests to judge. (Stray writes of warm-up
  * requests still in flight at the second clean only carry warm-up keys.)
  */
 async function warmThenMeasure(
@@ -179,14 +207,23 @@ async function warmThenMeasure(
   target: ServiceProcess,
   connections: number,
   requestsFor: (phase: 'warm' | 'run') => RequestSpec[],
-): Promise<LoadMeasurement> {
+): Promise<Measured> {
   const { store, settings } = bench;
   await store.clean();
+  let warmupRequests = 0;
   if (settings.warmupSeconds > 0) {
-    await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.warmupSeconds, requests: requestsFor('warm') });
+    const warm = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.warmupSeconds, requests: requestsFor('warm') });
+    warmupRequests = warm.requests;
     await store.clean();
   }
-  const measured = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.durationSeconds, requests: requestsFor('run') });
+  const durationSeconds = measuringWindowSeconds({
+    baseSeconds: settings.durationSeconds,
+    warmupSeconds: settings.warmupSeconds,
+    warmupRequests,
+    minRequests: MIN_MEASURED_REQUESTS,
+    capSeconds: settings.mode === 'quick' ? 15 : 60,
+  });
+  const measured = await measure(target, () => runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') }));
   await settle(bench);
   return measured;
 }
@@ -201,17 +238,27 @@ async function settle(bench: Bench): Promise<void> {
 
 // ---------------------------------------------------------------- scenarios
 
-/** 1. The floor: the claim transaction (record + pending order) with the bare driver, no HTTP, no Nest. */
-async function rawDriver(bench: Bench, concurrency: number): Promise<ScenarioResult> {
+/** 1. The floor: the same create (look-up, T0, charge, T1, T2) with the bare driver, no HTTP, no Nest. */
+async function floor(bench: Bench, concurrency: number): Promise<ScenarioResult> {
   const { store, settings } = bench;
   await store.clean();
-  if (settings.warmupSeconds > 0) await store.rawClaimLoop(concurrency, settings.warmupSeconds, `${bench.runId}-raw-warm`);
+  let warmupRequests = 0;
+  if (settings.warmupSeconds > 0) {
+    warmupRequests = (await store.rawCreateLoop(concurrency, settings.warmupSeconds, `${bench.runId}-floor-warm`)).committed;
+  }
   await store.clean();
-  const loop = await store.rawClaimLoop(concurrency, settings.durationSeconds, `${bench.runId}-raw-c${concurrency}`);
+  const durationSeconds = measuringWindowSeconds({
+    baseSeconds: settings.durationSeconds,
+    warmupSeconds: settings.warmupSeconds,
+    warmupRequests,
+    minRequests: MIN_MEASURED_REQUESTS,
+    capSeconds: settings.mode === 'quick' ? 15 : 60,
+  });
+  const loop = await store.rawCreateLoop(concurrency, durationSeconds, `${bench.runId}-floor-c${concurrency}`);
   await store.clean();
   return {
-    id: scenarioId.raw(concurrency),
-    title: 'raw driver: claim transaction',
+    id: scenarioId.floor(concurrency),
+    title: 'floor: the same create, bare driver',
     concurrency,
     durationSeconds: loop.durationSeconds,
     requests: loop.committed,
@@ -221,7 +268,8 @@ async function rawDriver(bench: Bench, concurrency: number): Promise<ScenarioRes
     errors: loop.failed,
     non2xx: 0,
     statusCounts: {},
-    check: { ok: loop.failed === 0, detail: `${loop.committed} committed, ${loop.failed} failed` },
+    cpuMsPerRequest: null,
+    check: { ok: loop.failed === 0, detail: `${loop.committed} creates, ${loop.failed} failed` },
   };
 }
 
@@ -273,7 +321,7 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   };
 
   const run = (requests: RequestSpec[], durationSeconds: number) =>
-    runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests });
+    measure(service, () => runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests }));
   const ordersBefore = await store.db.collection('orders').countDocuments({});
   if (settings.warmupSeconds > 0) await run(replayRequests().requests, settings.warmupSeconds);
   const replay = replayRequests();
@@ -408,13 +456,31 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
     const results = [await run()].flat();
     for (const result of results) record(result, (Date.now() - started) / 1000 / results.length);
   };
-  for (const concurrency of bench.levels) await timed(() => rawDriver(bench, concurrency));
-  for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'on'));
-  for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'off'));
-  await timed(() => replayAndGet(bench));
-  await timed(() => mixedDuplicates(bench));
-  await timed(() => hotKey(bench));
+  const wanted = (family: ScenarioFamily) => !bench.settings.only || bench.settings.only.includes(family);
+  if (wanted('floor')) for (const concurrency of bench.levels) await timed(() => floor(bench, concurrency));
+  if (wanted('create')) for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'on'));
+  if (wanted('layer-off')) for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'off'));
+  if (wanted('replay')) await timed(() => replayAndGet(bench));
+  if (wanted('mixed')) await timed(() => mixedDuplicates(bench));
+  if (wanted('hot-key')) await timed(() => hotKey(bench));
 }
+
+/** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */
+async function reportProfiles(services: ServiceProcess[], dir: string): Promise<void> {
+  for (const service of services) {
+    await service.stop();
+    const folder = join(dir, profileFolder(service.name));
+    const files = existsSync(folder) ? readdirSync(folder).filter((file) => file.endsWith('.cpuprofile')) : [];
+    if (files.length === 0) {
+      console.log(`No CPU profile was written for ${service.name}`);
+      continue;
+    }
+    const profile = JSON.parse(readFileSync(join(folder, files[0]), 'utf8')) as CpuProfile;
+    console.log(`\nTop frames by self time, ${service.name} (${join(folder, files[0])}):\n${formatFrames(topFrames(profile, 15, ROOT.replace(/\/$/, ''), service.readyAfterMs))}`);
+  }
+}
+
+const profileFolder = (name: string) => name.replace(/[^a-z0-9]+/gi, '-').replace(/-$/, '');
 
 async function main(): Promise<number> {
   const settings = readSettings(process.argv.slice(2));
@@ -446,15 +512,18 @@ async function main(): Promise<number> {
       paymentLatencyMs: settings.paymentLatencyMs,
       apiKeys: `${TENANT}:${SECRET}`,
     };
+    const profileDir = join(ROOT, 'bench', 'profiles', resultsFileName(startedAt).replace(/\.json$/, ''));
+    const profiled = (name: string) => (settings.profile ? { cpuProfileDir: join(profileDir, profileFolder(name)) } : {});
     const services = await Promise.allSettled([
-      startService({ ...serviceOptions, name: 'service (layer on)', disableIdempotency: false }),
-      startService({ ...serviceOptions, name: 'service (layer off)', disableIdempotency: true }),
+      startService({ ...serviceOptions, ...profiled('service (layer on)'), name: 'service (layer on)', disableIdempotency: false }),
+      startService({ ...serviceOptions, ...profiled('service (layer off)'), name: 'service (layer off)', disableIdempotency: true }),
     ]);
     for (const started of services) if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
     const failed = services.find((started) => started.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const [service, layerOff] = services.map((started) => (started as PromiseFulfilledResult<ServiceProcess>).value);
     console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
+    console.log(`  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`);
 
     const store = await BenchStore.connect(backend.uri, names.db, names.simulator);
     cleanups.push(() => store.close());
@@ -506,6 +575,7 @@ async function main(): Promise<number> {
     const file = join(dir, resultsFileName(startedAt));
     writeFileSync(file, serializeResults(results));
     console.log(`Results written to ${file}`);
+    if (settings.profile) await reportProfiles([service, layerOff], profileDir);
     return runPassed(results) ? 0 : 1;
   } finally {
     await cleanup();

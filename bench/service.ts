@@ -1,12 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { idleCpuRate } from './cpu.js';
 
 /** A built service (`node dist/src/main.js`) running as a child process for the benchmark. */
 export interface ServiceProcess {
   name: string;
   baseUrl: string;
   pid: number | undefined;
+  /** From spawn to the first 200 of /health/ready: the boot, which a profile should leave out. */
+  readyAfterMs: number;
+  /** CPU ms per second while idle, measured once after boot; subtracted from per-request CPU. */
+  idleCpuMsPerSecond: number;
   stop(): Promise<void>;
 }
 
@@ -20,6 +25,8 @@ export interface ServiceOptions {
   disableIdempotency: boolean;
   paymentLatencyMs: number;
   apiKeys: string;
+  /** Write a V8 CPU profile of the process into this folder when it exits. */
+  cpuProfileDir?: string;
 }
 
 const READY_TIMEOUT_MS = 30_000;
@@ -46,20 +53,26 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     SHUTDOWN_GRACE_MS: '2000',
   };
   delete env.FAULT_CRASH_AT;
-  const child = spawn(process.execPath, [join(options.root, 'dist', 'src', 'main.js')], {
+  const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, join(options.root, 'dist', 'src', 'main.js')], {
     cwd: options.root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const spawnedAt = Date.now();
   const output = keepTail(child);
   const service: ServiceProcess = {
     name: options.name,
     baseUrl: `http://127.0.0.1:${port}`,
     pid: child.pid,
+    readyAfterMs: 0,
+    idleCpuMsPerSecond: 0,
     stop: () => stopChild(child),
   };
   try {
     await waitUntilReady(service, child);
+    service.readyAfterMs = Date.now() - spawnedAt;
+    service.idleCpuMsPerSecond = await idleCpuRate(child.pid);
   } catch (error) {
     await service.stop();
     throw new Error(`${options.name}: ${(error as Error).message}\n--- last output ---\n${output().join('\n')}`);

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { MongoClient, type Db } from 'mongodb';
+import { MongoClient, type ClientSession, type Db } from 'mongodb';
 import type { OrderKeyState } from './report.js';
 import { sleep } from './service.js';
 
@@ -99,44 +99,109 @@ export class BenchStore {
   }
 
   /**
-   * The baseline: `workers` concurrent loops, each running the claim
-   * transaction of the create path with the bare driver - insert an
-   * idempotency record and a pending order in one transaction, commit -
-   * until `durationSeconds` run out.
+   * The floor: `workers` concurrent loops, each doing with the bare driver
+   * the same store work as one create of the service, in the same order and
+   * with the same read and write concerns - look the key up; T0 insert the
+   * record and the pending order; insert the provider's charge (outside any
+   * transaction, as the simulator does); T1 checkpoint the record (CAS on
+   * the lease), insert the payment, move the order to charged; T2 read the
+   * order, complete the record with a response, insert the 4 journal lines
+   * and the outbox event, move the order to saved - until `durationSeconds`
+   * run out. No HTTP, no Nest, no validation, no cipher.
    */
-  async rawClaimLoop(workers: number, durationSeconds: number, keyPrefix: string): Promise<RawLoopResult> {
-    const records = this.db.collection<ClaimDocuments['record']>('idempotency_records');
-    const orders = this.db.collection<ClaimDocuments['order']>('orders');
+  async rawCreateLoop(workers: number, durationSeconds: number, keyPrefix: string): Promise<RawLoopResult> {
     const latencies: number[] = [];
     let failed = 0;
     let sequence = 0;
     const started = performance.now();
     const end = started + durationSeconds * 1000;
-
     const worker = async () => {
       while (performance.now() < end) {
-        const { record, order } = claimDocuments(`${keyPrefix}-${++sequence}`);
         const begin = performance.now();
-        const session = this.client.startSession();
         try {
-          await session.withTransaction(async () => {
-            await records.insertOne(record, { session });
-            await orders.insertOne(order, { session });
-          }, TRANSACTION_OPTIONS);
+          await this.rawCreate(createDocuments(`${keyPrefix}-${++sequence}`));
           latencies.push(performance.now() - begin);
         } catch {
           failed++;
-        } finally {
-          await session.endSession();
         }
       }
     };
     await Promise.all(Array.from({ length: workers }, worker));
     return { durationSeconds: (performance.now() - started) / 1000, committed: latencies.length, failed, latencies };
   }
+
+  private async rawCreate(docs: CreateDocuments): Promise<void> {
+    const { record, order, charge, payment, entries, event } = docs;
+    const records = this.db.collection<StoredDoc>('idempotency_records');
+    const orders = this.db.collection<StoredDoc>('orders');
+    const owned = { _id: record._id, status: 'pending', 'lease.owner': record.lease.owner };
+    await records.findOne({ _id: record._id });
+    await this.transaction(async (session) => {
+      await records.insertOne(record, { session });
+      await orders.insertOne(order, { session });
+    });
+    await this.simulatorDb.collection<StoredDoc>('charges').insertOne(charge);
+    await this.transaction(async (session) => {
+      await records.updateOne(owned, { $set: { recoveryPoint: 'charged', updatedAt: new Date() } }, { session });
+      await this.db.collection<StoredDoc>('payments').insertOne(payment, { session });
+      await orders.updateOne({ _id: order._id, state: 'pending' }, { $set: { state: 'charged', paymentId: payment._id } }, { session });
+    });
+    await this.transaction(async (session) => {
+      await orders.findOne({ _id: order._id }, { session });
+      const response = { status: 201, body: randomBytes(400).toString('base64') };
+      await records.updateOne(owned, { $set: { status: 'complete', response, lease: null, updatedAt: new Date() } }, { session });
+      await this.db.collection<StoredDoc>('ledger_entries').insertMany(entries, { session, ordered: true });
+      await this.db.collection<StoredDoc>('outbox_events').insertOne(event, { session });
+      await orders.updateOne({ _id: order._id, state: 'charged' }, { $set: { state: 'saved', paymentToken: null } }, { session });
+    });
+  }
+
+  private async transaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
+    const session = this.client.startSession();
+    try {
+      await session.withTransaction(work, TRANSACTION_OPTIONS);
+    } finally {
+      await session.endSession();
+    }
+  }
 }
 
-type ClaimDocuments = ReturnType<typeof claimDocuments>;
+type CreateDocuments = ReturnType<typeof createDocuments>;
+/** String ids, as the service's documents have. */
+type StoredDoc = { _id: string } & Record<string, unknown>;
+
+/** Documents shaped like the service's (record, order, charge, payment, journal, event), not sharing its code. */
+function createDocuments(clientKey: string) {
+  const { record, order } = claimDocuments(clientKey);
+  const now = new Date();
+  const charge = { _id: `charge:${order._id}`, status: 'succeeded', amountMinor: 2500, currency: 'USD', createdAt: now };
+  const payment = {
+    _id: `pay_${randomBytes(12).toString('hex')}`,
+    tenant: 'bench',
+    orderId: order._id,
+    chargeKey: charge._id,
+    providerChargeId: `ch_${randomBytes(12).toString('hex')}`,
+    amountMinor: 2500,
+    currency: 'USD',
+    status: 'succeeded',
+    createdAt: now,
+  };
+  const journalId = `jrn_${order._id}`;
+  const entries = ['debit', 'credit', 'debit', 'credit'].map((direction, line) => ({
+    _id: `${journalId}:${line}`,
+    tenant: 'bench',
+    journalId,
+    line,
+    orderId: order._id,
+    account: `account_${line}`,
+    direction,
+    amountMinor: 2500,
+    currency: 'USD',
+    postedAt: now,
+  }));
+  const event = { _id: `evt_${order._id}_completed`, tenant: 'bench', type: 'order.completed', payload: { id: order._id }, status: 'pending', attempts: 0, availableAt: now, createdAt: now };
+  return { record, order, charge, payment, entries, event };
+}
 
 /** Documents shaped like the service's claim (idempotency record + pending order), not sharing its code. */
 function claimDocuments(clientKey: string) {

@@ -83,3 +83,30 @@ describe('deployment files', () => {
     expect(JSON.parse(cmd![1])).toEqual(['node', 'dist/src/main.js']);
   });
 });
+
+describe('hosted CI workflow', () => {
+  const workflow = parse(read('.github/workflows/ci.yml'));
+  const jobs = Object.values(workflow.jobs) as { steps: { run?: string; env?: Record<string, string>; with?: Record<string, unknown> }[]; env?: Record<string, string> }[];
+  const runs = (job: (typeof jobs)[number]) => job.steps.map((step) => step.run ?? '').join('\n');
+
+  it('runs npm test on real MongoDB in every job: a downloaded mongod, a replica set by URI, Testcontainers', () => {
+    expect(jobs).toHaveLength(3);
+    for (const job of jobs) {
+      expect(runs(job)).toMatch(/^npm ci\b/m);
+      expect(runs(job)).toMatch(/^npm test$/m);
+      expect(job.steps.find((step) => step.with?.['node-version'])?.with?.['node-version']).toBeGreaterThanOrEqual(22);
+    }
+    const [download, uri, container] = jobs;
+    expect(download.env?.MONGOMS_VERSION).toMatch(/^8\.0\.(1[2-9]|[2-9]\d)$/);
+    expect(runs(download)).toContain('MongoBinary.getPath');
+    expect(uri.steps.find((step) => step.run === 'npm test')?.env?.MONGODB_URI).toMatch(/replicaSet=rs0/);
+    expect(runs(uri)).toMatch(/mongo:8\.0\.\d+ --replSet rs0/);
+    expect(container.steps.find((step) => step.run === 'npm test')?.env?.MONGO_BACKEND).toBe('container');
+  });
+
+  it('uses the same patched image as the container backend and compose', async () => {
+    const { CONTAINER_IMAGE } = await import('../src/database/embedded-mongo.js');
+    expect(read('.github/workflows/ci.yml')).toContain(CONTAINER_IMAGE);
+    expect(parse(read('docker-compose.yml')).services.mongo1.image).toBe(CONTAINER_IMAGE);
+  });
+});

@@ -172,9 +172,7 @@ async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBac
   if (!(writeConflictRate >= 0 && writeConflictRate < 1)) {
     throw new Error(`EMULATOR_WRITE_CONFLICT_RATE must be a number in [0, 1) (got "${env.EMULATOR_WRITE_CONFLICT_RATE}")`);
   }
-  const child = spawn(emulatorBinary(), ['--port=0', '--topology-profile=singleNodeReplicaSet'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnTiedToUs(emulatorBinary(), ['--port=0', '--topology-profile=singleNodeReplicaSet']);
   // The emulator reports every client disconnect on stderr; pass the rest through.
   createInterface({ input: child.stderr! }).on('line', (line) => {
     if (!/tcp client io failure/.test(line)) process.stderr.write(`[jongodb] ${line}\n`);
@@ -200,6 +198,20 @@ async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBac
     },
   };
 }
+
+/**
+ * Spawns a server that dies with this process, even when this process is
+ * SIGKILLed or exits without cleanup (a crashed test run): util-linux's
+ * setpriv asks the kernel for SIGKILL on parent death. Without setpriv
+ * (not Linux), a plain spawn.
+ */
+function spawnTiedToUs(binary: string, args: string[]): ChildProcess {
+  const options = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] };
+  if (!existsSync(SETPRIV)) return spawn(binary, args, options);
+  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args], options);
+}
+
+const SETPRIV = '/usr/bin/setpriv';
 
 function readReadyLine(child: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {

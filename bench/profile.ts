@@ -1,0 +1,54 @@
+/**
+ * Reads a V8 CPU profile (`node --cpu-prof`, a `.cpuprofile` JSON file) and
+ * ranks functions by self time: where the service itself spends its CPU.
+ * Written here because the format is small and stable and the one npm tool
+ * for it renders flame graphs, not a table a README can quote.
+ */
+export interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface Frame {
+  name: string;
+  /** Self time in ms, and its share of all sampled time. */
+  selfMs: number;
+  share: number;
+}
+
+/**
+ * The `count` functions with the most self time, leaving out the first
+ * `skipMs` of the profile (the boot: module loading is not a per-request
+ * cost) and idle time; shares are of the busy time that is left.
+ */
+export function topFrames(profile: CpuProfile, count: number, root = process.cwd(), skipMs = 0): Frame[] {
+  const byNode = new Map(profile.nodes.map((node) => [node.id, node]));
+  const selfUs = new Map<string, number>();
+  let totalUs = 0;
+  let elapsedUs = 0;
+  profile.samples.forEach((nodeId, index) => {
+    const delta = profile.timeDeltas[index] ?? 0;
+    elapsedUs += delta;
+    const frame = byNode.get(nodeId)?.callFrame;
+    if (!frame || elapsedUs < skipMs * 1000 || frame.functionName === '(idle)') return;
+    totalUs += delta;
+    const name = frameName(frame, root);
+    selfUs.set(name, (selfUs.get(name) ?? 0) + delta);
+  });
+  return [...selfUs.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([name, us]) => ({ name, selfMs: us / 1000, share: totalUs > 0 ? us / totalUs : 0 }));
+}
+
+function frameName(frame: CpuProfile['nodes'][number]['callFrame'], root: string): string {
+  const fn = frame.functionName || '(anonymous)';
+  if (!frame.url) return fn;
+  const path = frame.url.replace(/^file:\/\//, '').replace(`${root}/`, '').replace(/^.*node_modules\//, '~');
+  return `${fn} ${path}:${frame.lineNumber + 1}`;
+}
+
+export function formatFrames(frames: Frame[]): string {
+  return frames.map((frame) => `  ${(frame.share * 100).toFixed(1).padStart(5)}%  ${frame.selfMs.toFixed(0).padStart(7)} ms  ${frame.name}`).join('\n');
+}
