@@ -16,17 +16,21 @@ interface Write {
   target: string | null;
 }
 
+/** The _ids a write names: inserted documents, a filter's _id, or each statement's of a bulk write. */
+function writtenIds(method: string, first: unknown): (string | null)[] {
+  const idOf = (value: unknown) => (typeof (value as { _id?: unknown })?._id === 'string' ? (value as { _id: string })._id : null);
+  if (method === 'insertMany') return (first as unknown[]).map(idOf);
+  if (method === 'bulkWrite') return (first as Record<string, { filter?: unknown }>[]).map((op) => idOf(Object.values(op)[0]?.filter));
+  return [idOf(first)];
+}
+
 /** The documents each transaction wrote, by _id, captured from mongoose's operation-start events. */
 function captureTransactionWrites(connection: Connection): Map<ClientSession, Write[]> {
   const writes = new Map<ClientSession, Write[]>();
   connection.on('operation-start', (operation: { collectionName: string; method: string; params: unknown[] }) => {
     const options = operation.params.find((param): param is { session: ClientSession } => !!(param as { session?: unknown })?.session);
     if (!options?.session.inTransaction()) return;
-    const [first] = operation.params as [unknown];
-    const ids =
-      operation.method === 'insertMany'
-        ? (first as { _id: string }[]).map((doc) => doc._id)
-        : [typeof (first as { _id?: unknown })?._id === 'string' ? (first as { _id: string })._id : null];
+    const ids = writtenIds(operation.method, operation.params[0]);
     const list = writes.get(options.session) ?? [];
     for (const id of ids) list.push({ collection: operation.collectionName, method: operation.method, target: id ? `${operation.collectionName}/${id}` : null });
     writes.set(options.session, list);

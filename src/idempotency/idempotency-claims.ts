@@ -42,7 +42,7 @@ export class IdempotencyClaims {
       return await this.metrics.timeStore('claim', () =>
         this.transactions.run(async (session) => {
           const claimed = await this.writeRecord(session, kind, recordId, old, request, lease);
-          if (request.subject) await this.subjects.touch(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
+          if (request.subject) await this.subjects.touchForClaim(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
           await work.begin(session, claimed);
           return claimed;
         }),

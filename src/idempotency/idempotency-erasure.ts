@@ -29,7 +29,7 @@ export class IdempotencyErasure {
     const digest = subjectDigest(tenant, subject);
     // First: the write every claim of this subject makes too, so a claim committing after this
     // transaction's snapshot conflicts with it instead of slipping past (SubjectLockRepository).
-    await this.subjects.touch(session, digest, now);
+    await this.subjects.touchForErasure(session, digest, now);
     const finished = await this.records.findFinishedForSubject(session, tenant, digest);
     for (const record of finished) {
       await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);

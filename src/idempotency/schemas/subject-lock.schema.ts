@@ -2,7 +2,7 @@ import { Schema } from 'mongoose';
 
 export const SUBJECT_LOCK_MODEL = 'IdempotencySubjectLock';
 
-/** One document per data subject (its digest), written by every claim and every erasure of that subject. */
+/** Per data subject (its digest) a few stripes, written by its claims and erasures (SubjectLockRepository). */
 export interface SubjectLock {
   _id: string;
   updatedAt: Date;
