@@ -113,7 +113,14 @@ export class OrderWorkflow {
       const next: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
       await this.attempts.complete(session, lease, 'saved', responseFor(next));
       const journal = await this.ledger.post(
-        { tenant: order.tenant, journalId: `jrn_${order._id}`, orderId: order._id, currency: order.currency, lines: paidOrderJournal(order.amountMinor), postedAt: now },
+        {
+          tenant: order.tenant,
+          journalId: `jrn_${order._id}`,
+          orderId: order._id,
+          currency: order.currency,
+          lines: paidOrderJournal(order.amountMinor),
+          postedAt: now,
+        },
         session,
       );
       const event = await this.outbox.enqueue(
@@ -122,7 +129,8 @@ export class OrderWorkflow {
         now,
       );
       await this.orders.markSaved(session, order, now);
-      return { saved: next, adopted: [...(journal === 'adopted' ? ['journal'] : []), ...(event === 'adopted' ? ['outbox event'] : [])] };
+      const adopted = [journal === 'adopted' && 'journal', event === 'adopted' && 'outbox event'].filter((what): what is string => !!what);
+      return { saved: next, adopted };
     });
     this.countAdopted(adopted);
     return saved;
