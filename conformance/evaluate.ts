@@ -86,10 +86,10 @@ export function evaluateMalformedKeys(cases: Array<{ label: string; reply: Reply
 
 export function evaluateKeySentTwice(reply: Reply): Verdict {
   const accepted = isAnswer(reply) && is2xx(reply.status);
-  return judge(
-    [accepted ? `got ${reply.status}: two Idempotency-Key fields were accepted as one key (HTTP joins repeated fields with ", ")` : statusProblem(reply, 400, 'two Idempotency-Key fields')],
-    '400 for two Idempotency-Key fields',
-  );
+  const problem = accepted
+    ? `got ${reply.status}: two Idempotency-Key fields were accepted as one key (HTTP joins repeated fields with ", ")`
+    : statusProblem(reply, 400, 'two Idempotency-Key fields');
+  return judge([problem], '400 for two Idempotency-Key fields');
 }
 
 /** The draft's quoted form ("k") and the bare token (k) must be one key: the second use replays the first. */
@@ -97,10 +97,10 @@ export function evaluateQuotedKey(quoted: Reply, bare: Reply): Verdict {
   const first = statusProblem(quoted, '2xx', 'quoted key');
   if (first || !isAnswer(quoted)) return judge([first], '');
   const createdAgain = isAnswer(bare) && is2xx(bare.status) && !isReplayed(bare);
-  return judge(
-    createdAgain ? ['the bare form of the same key was processed again: the quoted and the bare form are two different keys'] : replayProblems(quoted, bare, 'bare form after the quoted one'),
-    `"k" then k: ${replayDescription(quoted)}`,
-  );
+  const problems = createdAgain
+    ? ['the bare form of the same key was processed again: the quoted and the bare form are two different keys']
+    : replayProblems(quoted, bare, 'bare form after the quoted one');
+  return judge(problems, `"k" then k: ${replayDescription(quoted)}`);
 }
 
 /** `now` is the kit's clock; the answer's own Date header wins when present (no clock skew between hosts). */

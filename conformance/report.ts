@@ -76,7 +76,8 @@ export function formatEvidence(item: Evidence): string {
 export function formatSummary(report: Report): string {
   const { PASS, FAIL, SKIP, XFAIL } = report.counts;
   const verdict = report.conformant ? 'no FAIL' : 'NOT CONFORMANT';
-  return `${report.rows.length} rows: ${PASS} PASS, ${FAIL} FAIL, ${SKIP} SKIP, ${XFAIL} XFAIL (known) - ${verdict}; ${report.requests} requests in ${(report.durationMs / 1000).toFixed(1)} s against ${report.baseUrl}${report.path}`;
+  const run = `${report.requests} requests in ${(report.durationMs / 1000).toFixed(1)} s against ${report.baseUrl}${report.path}`;
+  return `${report.rows.length} rows: ${PASS} PASS, ${FAIL} FAIL, ${SKIP} SKIP, ${XFAIL} XFAIL (known) - ${verdict}; ${run}`;
 }
 
 /** Control characters shown as \xNN: a body must not move the terminal's cursor or split a line. */
