@@ -216,16 +216,20 @@ async function warmThenMeasure(
     warmupRequests = warm.requests;
     await store.clean();
   }
-  const durationSeconds = measuringWindowSeconds({
+  const durationSeconds = windowAfterWarmup(settings, warmupRequests);
+  const measured = await measure(target, () => runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') }));
+  await settle(bench);
+  return measured;
+}
+
+function windowAfterWarmup(settings: Settings, warmupRequests: number): number {
+  return measuringWindowSeconds({
     baseSeconds: settings.durationSeconds,
     warmupSeconds: settings.warmupSeconds,
     warmupRequests,
     minRequests: MIN_MEASURED_REQUESTS,
     capSeconds: settings.mode === 'quick' ? 15 : 60,
   });
-  const measured = await measure(target, () => runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') }));
-  await settle(bench);
-  return measured;
 }
 
 /** On a real MongoDB this returns within milliseconds; the cap only matters on the slow emulator. */
@@ -247,13 +251,7 @@ async function floor(bench: Bench, concurrency: number): Promise<ScenarioResult>
     warmupRequests = (await store.rawCreateLoop(concurrency, settings.warmupSeconds, `${bench.runId}-floor-warm`)).committed;
   }
   await store.clean();
-  const durationSeconds = measuringWindowSeconds({
-    baseSeconds: settings.durationSeconds,
-    warmupSeconds: settings.warmupSeconds,
-    warmupRequests,
-    minRequests: MIN_MEASURED_REQUESTS,
-    capSeconds: settings.mode === 'quick' ? 15 : 60,
-  });
+  const durationSeconds = windowAfterWarmup(settings, warmupRequests);
   const loop = await store.rawCreateLoop(concurrency, durationSeconds, `${bench.runId}-floor-c${concurrency}`);
   await store.clean();
   return {

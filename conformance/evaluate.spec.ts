@@ -1,0 +1,200 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  canonicalJson,
+  evaluateConcurrent,
+  evaluateFirstUse,
+  evaluateGetResource,
+  evaluateKeySentTwice,
+  evaluateLostResponse,
+  evaluateMalformedKeys,
+  evaluateMissingKey,
+  evaluateOtherBody,
+  evaluateOutage,
+  evaluateQuotedKey,
+  evaluateReplay,
+  evaluateSecondTenant,
+  evaluateUnauthenticated,
+  parseHttpDate,
+  retryAfterSeconds,
+} from './evaluate.js';
+import type { Answer, Reply } from './http.js';
+
+const NOW = new Date('2026-11-30T12:00:00Z');
+const TOMORROW = 'Tue, 01 Dec 2026 12:00:00 GMT';
+const ORDER = '{"id":"ord_1","state":"saved","amountMinor":100}';
+
+function answer(status: number, body = '', headers: Record<string, string> = {}): Answer {
+  return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: Buffer.from(body) };
+}
+
+const created = () => answer(201, ORDER, { location: '/v1/orders/ord_1', 'idempotency-expires': TOMORROW });
+const replayed = (overrides: Record<string, string> = {}, body = ORDER) =>
+  answer(201, body, { location: '/v1/orders/ord_1', 'idempotency-expires': TOMORROW, 'idempotent-replayed': 'true', ...overrides });
+const conflict = (retryAfter?: string) => answer(409, '{"code":"idempotency_key_in_use"}', retryAfter === undefined ? {} : { 'retry-after': retryAfter });
+const reset: Reply = { error: 'ECONNRESET: read ECONNRESET' };
+const problem = (status: number, extra: Record<string, string> = {}) => answer(status, `{"status":${status}}`, { 'content-type': 'application/problem+json', ...extra });
+
+describe('HTTP field parsing', () => {
+  it('reads IMF-fixdate only', () => {
+    expect(parseHttpDate(TOMORROW)?.toISOString()).toBe('2026-12-01T12:00:00.000Z');
+    expect(parseHttpDate('2026-12-01T12:00:00Z')).toBeNull();
+    expect(parseHttpDate('Tuesday, 01-Dec-26 12:00:00 GMT')).toBeNull();
+    expect(parseHttpDate(undefined)).toBeNull();
+  });
+
+  it('reads Retry-After as seconds or as a date', () => {
+    expect(retryAfterSeconds('2', NOW)).toBe(2);
+    expect(retryAfterSeconds('Mon, 30 Nov 2026 12:00:30 GMT', NOW)).toBe(30);
+    expect(retryAfterSeconds('soon', NOW)).toBeNull();
+    expect(retryAfterSeconds(undefined, NOW)).toBeNull();
+  });
+
+  it('compares JSON regardless of key order, not of array order', () => {
+    expect(canonicalJson({ b: 1, a: [{ d: 1, c: 2 }] })).toBe(canonicalJson({ a: [{ c: 2, d: 1 }], b: 1 }));
+    expect(canonicalJson([1, 2])).not.toBe(canonicalJson([2, 1]));
+  });
+});
+
+describe('key syntax rows', () => {
+  it('missing key: 400 passes, anything else fails', () => {
+    expect(evaluateMissingKey(problem(400)).status).toBe('PASS');
+    expect(evaluateMissingKey(created())).toEqual({ status: 'FAIL', reason: 'POST without Idempotency-Key: got 201, expected 400' });
+    expect(evaluateMissingKey(reset).reason).toContain('no answer (ECONNRESET');
+  });
+
+  it('malformed keys: every case must be 400, each failure is named', () => {
+    const verdict = evaluateMalformedKeys([
+      { label: '256 characters', reply: problem(400) },
+      { label: 'a tab', reply: created() },
+    ]);
+    expect(verdict).toEqual({ status: 'FAIL', reason: 'a tab: got 201, expected 400' });
+    expect(evaluateMalformedKeys([{ label: 'empty', reply: problem(400) }]).status).toBe('PASS');
+  });
+
+  it('a key sent twice that is accepted says the fields were joined', () => {
+    expect(evaluateKeySentTwice(problem(400)).status).toBe('PASS');
+    expect(evaluateKeySentTwice(created()).reason).toContain('accepted as one key');
+  });
+
+  it('quoted key: passes only when the bare form replays the quoted one', () => {
+    expect(evaluateQuotedKey(created(), replayed()).status).toBe('PASS');
+    expect(evaluateQuotedKey(created(), answer(201, '{"id":"ord_2"}')).reason).toContain('two different keys');
+    expect(evaluateQuotedKey(problem(400), created())).toEqual({ status: 'FAIL', reason: 'quoted key: got 400, expected 2xx' });
+  });
+});
+
+describe('first use and replay', () => {
+  it('first use: 2xx, not marked replayed, Idempotency-Expires a future HTTP date', () => {
+    expect(evaluateFirstUse(created(), NOW)).toEqual({ status: 'PASS', reason: `201, Idempotency-Expires: ${TOMORROW}` });
+    expect(evaluateFirstUse(answer(201, ORDER), NOW).reason).toBe('no Idempotency-Expires header');
+    expect(evaluateFirstUse(answer(201, ORDER, { 'idempotency-expires': '86400' }), NOW).reason).toContain('not an HTTP date');
+    expect(evaluateFirstUse(replayed(), NOW).reason).toContain('Idempotent-Replayed');
+  });
+
+  it("first use: the answer's Date header is the clock (no skew between hosts)", () => {
+    const stale = answer(201, ORDER, { 'idempotency-expires': TOMORROW, date: 'Wed, 02 Dec 2026 00:00:00 GMT' });
+    expect(evaluateFirstUse(stale, NOW).reason).toContain('not in the future');
+  });
+
+  it('replay: status, bytes, Content-Type, Location and the header must all match', () => {
+    expect(evaluateReplay(created(), replayed())).toEqual({ status: 'PASS', reason: `201, ${ORDER.length} identical bytes, Idempotent-Replayed: true` });
+    expect(evaluateReplay(created(), replayed({ 'idempotent-replayed': 'false' })).reason).toBe('retry: no "Idempotent-Replayed: true"');
+    expect(evaluateReplay(created(), replayed({}, ORDER.replace('saved', 'SAVED'))).reason).toContain('body differs');
+    expect(evaluateReplay(created(), replayed({ location: '/v1/orders/ord_2' })).reason).toContain('location');
+    expect(evaluateReplay(created(), replayed({ 'content-type': 'text/plain' })).reason).toContain('content-type');
+    expect(evaluateReplay(created(), { ...replayed(), status: 200 }).reason).toContain('status 200, the original was 201');
+  });
+
+  it('other body: 422 passes; processing it or replaying the first answer fails', () => {
+    expect(evaluateOtherBody(problem(422)).status).toBe('PASS');
+    expect(evaluateOtherBody(created()).reason).toContain('was processed');
+    expect(evaluateOtherBody(replayed()).reason).toContain("replaying the first body's answer");
+    expect(evaluateOtherBody(problem(400)).reason).toBe('same key, other body: got 400, expected 422');
+  });
+
+  it('GET of the resource: same JSON as the replay, key order aside', () => {
+    const reordered = answer(200, '{"amountMinor":100,"state":"saved","id":"ord_1"}');
+    expect(evaluateGetResource(replayed(), reordered)).toEqual({ status: 'PASS', reason: 'GET 200, the same JSON as the replay' });
+    expect(evaluateGetResource(replayed(), answer(200, ORDER)).reason).toContain('(identical bytes)');
+    expect(evaluateGetResource(replayed(), answer(200, ORDER.replace('saved', 'failed'))).reason).toContain('(fields: state)');
+    expect(evaluateGetResource(replayed(), problem(404)).reason).toContain('got 404, expected 200');
+  });
+});
+
+describe('concurrent duplicates', () => {
+  it('one processed, the rest replays or 409 + Retry-After, and the follow-up replays', () => {
+    const verdict = evaluateConcurrent([conflict('1'), created(), replayed(), conflict('Mon, 30 Nov 2026 12:00:30 GMT')], replayed());
+    expect(verdict).toEqual({ status: 'PASS', reason: '1 processed (201), 1 replayed, 2 x 409 + Retry-After; the follow-up replays it' });
+  });
+
+  it('two processed is a duplicate creation', () => {
+    expect(evaluateConcurrent([created(), answer(201, '{"id":"ord_2"}')], replayed()).reason).toContain('2 of 2 were processed');
+  });
+
+  it('a 409 without Retry-After, another status, or a follow-up that is not a replay fails', () => {
+    expect(evaluateConcurrent([created(), conflict()], replayed()).reason).toContain('409 without Retry-After');
+    expect(evaluateConcurrent([created(), problem(500)], replayed()).reason).toContain('neither a replay nor 409');
+    expect(evaluateConcurrent([created(), conflict('1')], created()).reason).toContain('follow-up after all answered: no "Idempotent-Replayed: true"');
+  });
+});
+
+describe('lost response', () => {
+  const lost = { status: 201, headers: { location: '/v1/orders/ord_1' } };
+
+  it('passes when the kit got nothing, the deployment had answered, and the retry replays it', () => {
+    expect(evaluateLostResponse({ first: reset, lost, retries: [replayed()] }).status).toBe('PASS');
+    expect(evaluateLostResponse({ first: reset, lost, retries: [conflict('1'), replayed()] }).status).toBe('PASS');
+  });
+
+  it('fails when the retry is processed again, points elsewhere, or stays 409', () => {
+    expect(evaluateLostResponse({ first: reset, lost, retries: [created()] }).reason).toContain('processed again');
+    expect(evaluateLostResponse({ first: reset, lost, retries: [replayed({ location: '/v1/orders/ord_9' })] }).reason).toContain('not the lost answer');
+    expect(evaluateLostResponse({ first: reset, lost, retries: [conflict('1'), conflict('1')] }).reason).toBe('still 409 after 2 retries');
+  });
+
+  it('fails, saying so, when the answer was not lost at all', () => {
+    expect(evaluateLostResponse({ first: created(), lost: null, retries: [replayed()] }).reason).toContain('failed to drop');
+    expect(evaluateLostResponse({ first: reset, lost: null, retries: [replayed()] }).reason).toContain('never started to answer');
+  });
+});
+
+describe('provider outage', () => {
+  const outage = () => problem(503, { 'retry-after': '2' });
+  const record = (fields: Record<string, unknown>) => answer(200, JSON.stringify({ records: [{ status: 'pending', attempt: 1, responseStatus: null, ...fields }] }));
+
+  it('503 + Retry-After twice, not replayed, the key kept (422), no stored response, attempt 1', () => {
+    const verdict = evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({}) });
+    expect(verdict.status).toBe('PASS');
+    expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: null }).status).toBe('PASS');
+  });
+
+  it('a stored and replayed 503 fails', () => {
+    const stored = problem(503, { 'retry-after': '2', 'idempotent-replayed': 'true' });
+    expect(evaluateOutage({ first: outage(), retry: stored, otherBody: problem(422), keyRecord: null }).reason).toContain('a transient failure was stored');
+  });
+
+  it('no Retry-After, a forgotten key, a stored response or a new attempt fails', () => {
+    expect(evaluateOutage({ first: problem(503), retry: outage(), otherBody: problem(422), keyRecord: null }).reason).toBe('outage: 503 without Retry-After');
+    expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: created(), keyRecord: null }).reason).toContain('forgotten');
+    expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({ responseStatus: 503 }) }).reason).toContain('(503) was stored');
+    expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({ attempt: 2 }) }).reason).toContain('new attempt');
+  });
+});
+
+describe('tenants and authentication', () => {
+  it('second tenant: its own 2xx passes; a replay, the same bytes or a collision fails', () => {
+    expect(evaluateSecondTenant(created(), answer(201, '{"id":"ord_2"}')).status).toBe('PASS');
+    expect(evaluateSecondTenant(created(), replayed()).reason).toContain('not scoped per tenant');
+    expect(evaluateSecondTenant(created(), problem(422)).reason).toContain('collided');
+    expect(evaluateSecondTenant(created(), answer(201, ORDER)).reason).toContain("tenant A's exact bytes");
+    expect(evaluateSecondTenant(created(), problem(500)).reason).toBe('tenant B: got 500, expected 2xx');
+  });
+
+  it('unauthenticated: identical 401s pass; a different body, header set or status fails', () => {
+    const unauthorized = (extra: Record<string, string> = {}) => problem(401, extra);
+    expect(evaluateUnauthenticated([{ label: 'none', used: unauthorized(), unused: unauthorized() }]).status).toBe('PASS');
+    expect(evaluateUnauthenticated([{ label: 'none', used: answer(401, 'x'), unused: answer(401, 'y') }]).reason).toContain('bodies');
+    expect(evaluateUnauthenticated([{ label: 'none', used: unauthorized({ 'x-key-state': 'used' }), unused: unauthorized() }]).reason).toContain('header fields');
+    expect(evaluateUnauthenticated([{ label: 'none', used: replayed(), unused: unauthorized() }]).reason).toBe('none, used key: got 201, expected 401');
+  });
+});

@@ -1,0 +1,362 @@
+// The rows of the kit, in the order they run. Each one sends a few requests
+// and hands what came back to its pure judge in evaluate.ts. Keys are fresh
+// and random per row and run, so rows never see each other's records (nor
+// another team's); only first-use's key is shared, on purpose, with the rows
+// that replay it.
+import type { Bodies } from './bodies.js';
+import {
+  evaluateConcurrent,
+  evaluateFirstUse,
+  evaluateGetResource,
+  evaluateKeySentTwice,
+  evaluateLostResponse,
+  evaluateMalformedKeys,
+  evaluateMissingKey,
+  evaluateOtherBody,
+  evaluateOutage,
+  evaluateQuotedKey,
+  evaluateReplay,
+  evaluateSecondTenant,
+  evaluateUnauthenticated,
+  parseJson,
+  retryAfterSeconds,
+  type Verdict,
+} from './evaluate.js';
+import { evidenceOf, type Evidence } from './evidence.js';
+import { isAnswer, type Answer, type KitHttp, type Reply } from './http.js';
+import { startLossyProxy } from './lossy-proxy.js';
+
+export const ROW_IDS = [
+  'missing-key',
+  'malformed-key',
+  'key-sent-twice',
+  'quoted-key',
+  'first-use',
+  'replay',
+  'reordered-json',
+  'other-body',
+  'get-resource',
+  'concurrent-duplicates',
+  'lost-response',
+  'provider-outage',
+  'second-tenant',
+  'unauthenticated',
+] as const;
+
+export type RowId = (typeof ROW_IDS)[number];
+
+export const isRowId = (value: string): value is RowId => (ROW_IDS as readonly string[]).includes(value);
+
+export interface RowSettings {
+  path: string;
+  token: string;
+  tokenB: string | null;
+  concurrency: number;
+  /** Template with {key}; null: the outage row does not look at the record. */
+  keyStatusPath: string | null;
+  timeoutMs: number;
+  baseUrl: string;
+}
+
+export interface RowContext {
+  readonly http: KitHttp;
+  readonly settings: RowSettings;
+  readonly bodies: Bodies;
+  /** A fresh random key, labelled so that a team can find the kit's records in its own logs. */
+  key(label: string): string;
+  /** Set by first-use: the key and its answer, for the rows that replay it. */
+  firstUse: { key: string; answer: Answer } | null;
+}
+
+export interface RowOutcome {
+  verdict: Verdict;
+  evidence: Evidence[];
+}
+
+export interface Row {
+  id: RowId;
+  title: string;
+  /** The clause it checks: the IETF draft's section, or this service's README contract. */
+  clause: string;
+  requires?: Array<'first-use' | 'token-b'>;
+  run(ctx: RowContext): Promise<RowOutcome>;
+}
+
+const DRAFT = 'draft-ietf-httpapi-idempotency-key-header-07';
+const README = 'README "The idempotency contract"';
+/** After a 409, a retry waits what Retry-After asks, but never longer than this: the run stays bounded. */
+const MAX_RETRY_WAIT_MS = 5_000;
+const LOST_RESPONSE_MAX_RETRIES = 3;
+
+interface PostSpec {
+  /** Omitted: no Idempotency-Key field; an array sends the field once per element. */
+  key?: string | string[];
+  body?: string;
+  /** Null: no Authorization field. */
+  token?: string | null;
+  via?: string;
+}
+
+function post(ctx: RowContext, spec: PostSpec): Promise<Reply> {
+  const headers: Record<string, string | string[]> = {};
+  const token = spec.token === undefined ? ctx.settings.token : spec.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (spec.key !== undefined) headers['idempotency-key'] = spec.key;
+  return ctx.http.send({ method: 'POST', path: ctx.settings.path, headers, body: spec.body ?? ctx.bodies.base, via: spec.via });
+}
+
+const first = (ctx: RowContext) => {
+  if (!ctx.firstUse) throw new Error('first-use has not succeeded');
+  return ctx.firstUse;
+};
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const missingKey: Row = {
+  id: 'missing-key',
+  title: 'no Idempotency-Key -> 400',
+  clause: `${DRAFT} §2.7 Error Scenarios; ${README}: no Idempotency-Key -> 400 idempotency_key_missing`,
+  async run(ctx) {
+    const reply = await post(ctx, {});
+    return { verdict: evaluateMissingKey(reply), evidence: [evidenceOf('POST without Idempotency-Key', reply)] };
+  },
+};
+
+const malformedKey: Row = {
+  id: 'malformed-key',
+  title: 'malformed key -> 400',
+  clause: `${DRAFT} §2.1 Syntax and §5 Security Considerations (validate the key); ${README}: not 1-255 printable ASCII -> 400 idempotency_key_invalid`,
+  async run(ctx) {
+    const cases: Array<[string, string]> = [
+      ['256 characters', ctx.key('long').padEnd(256, 'x')],
+      ['a control character (tab)', `${ctx.key('tab')}\tx`],
+      ['a non-ASCII character', `${ctx.key('latin1')}\u00e9`],
+      ['an empty value', ''],
+    ];
+    const results = [];
+    for (const [label, key] of cases) results.push({ label, reply: await post(ctx, { key }) });
+    return {
+      verdict: evaluateMalformedKeys(results),
+      evidence: results.map(({ label, reply }) => evidenceOf(label, reply)),
+    };
+  },
+};
+
+const keySentTwice: Row = {
+  id: 'key-sent-twice',
+  title: 'Idempotency-Key sent twice -> 400',
+  clause: `${DRAFT} §2.1 Syntax (no more than one Idempotency-Key field); ${README}: sent twice -> 400 idempotency_key_invalid`,
+  async run(ctx) {
+    const reply = await post(ctx, { key: [ctx.key('twice-a'), ctx.key('twice-b')] });
+    return { verdict: evaluateKeySentTwice(reply), evidence: [evidenceOf('two Idempotency-Key fields', reply)] };
+  },
+};
+
+const quotedKey: Row = {
+  id: 'quoted-key',
+  title: 'the draft\'s quoted key "k" is the same key as k',
+  clause: `${DRAFT} §2.1 Syntax: Idempotency-Key = sf-string (RFC 8941 §3.3.3)`,
+  async run(ctx) {
+    const key = ctx.key('quoted');
+    const quoted = await post(ctx, { key: `"${key}"` });
+    const bare = await post(ctx, { key });
+    return { verdict: evaluateQuotedKey(quoted, bare), evidence: [evidenceOf(`"${key}"`, quoted), evidenceOf(`${key} (bare)`, bare)] };
+  },
+};
+
+const firstUse: Row = {
+  id: 'first-use',
+  title: 'first use -> 2xx with Idempotency-Expires',
+  clause: `${DRAFT} §2.6 (first time request) and §2.3 (expiry policy); ${README}: first use runs, Idempotency-Expires: <HTTP date>`,
+  async run(ctx) {
+    const key = ctx.key('first');
+    const reply = await post(ctx, { key });
+    const verdict = evaluateFirstUse(reply, new Date());
+    // Any 2xx made a resource: the rows that replay it run even when this row fails on a header.
+    if (isAnswer(reply) && reply.status >= 200 && reply.status < 300) ctx.firstUse = { key, answer: reply };
+    return { verdict, evidence: [evidenceOf(`first use of ${key}`, reply)] };
+  },
+};
+
+const replay: Row = {
+  id: 'replay',
+  title: 'same key + same body -> same status, same bytes, Idempotent-Replayed: true',
+  clause: `${DRAFT} §2.6 (duplicate request: the result of the completed operation); ${README}: same key, same body, finished`,
+  requires: ['first-use'],
+  async run(ctx) {
+    const { key, answer } = first(ctx);
+    const retry = await post(ctx, { key });
+    return { verdict: evaluateReplay(answer, retry), evidence: [evidenceOf('original', answer), evidenceOf('retry', retry)] };
+  },
+};
+
+const reorderedJson: Row = {
+  id: 'reordered-json',
+  title: 'same key + same JSON, keys reordered -> replay',
+  clause: `${DRAFT} §2.4 Idempotency Fingerprint; ${README} Fingerprint: object key order does not matter`,
+  requires: ['first-use'],
+  async run(ctx) {
+    if (ctx.bodies.reordered === ctx.bodies.base) {
+      return { verdict: { status: 'SKIP', reason: 'the body has no object with two keys to reorder' }, evidence: [] };
+    }
+    const { key, answer } = first(ctx);
+    const retry = await post(ctx, { key, body: ctx.bodies.reordered });
+    return {
+      verdict: evaluateReplay(answer, retry),
+      evidence: [evidenceOf('original', answer), evidenceOf(`retry with ${ctx.bodies.reordered.slice(0, 60)}...`, retry)],
+    };
+  },
+};
+
+const otherBody: Row = {
+  id: 'other-body',
+  title: 'same key + other body -> 422',
+  clause: `${DRAFT} §2.2 and §2.7 (key reused with a different payload: 422); ${README}: same key, other body -> 422 idempotency_key_reused`,
+  requires: ['first-use'],
+  async run(ctx) {
+    const reply = await post(ctx, { key: first(ctx).key, body: ctx.bodies.other });
+    return { verdict: evaluateOtherBody(reply), evidence: [evidenceOf(`other body ${ctx.bodies.other.slice(0, 60)}...`, reply)] };
+  },
+};
+
+const getResource: Row = {
+  id: 'get-resource',
+  title: 'GET of the created resource matches the replayed body',
+  clause: `${README} and API: the replay describes the one resource created (Location, GET /v1/orders/:id)`,
+  requires: ['first-use'],
+  async run(ctx) {
+    const { key, answer } = first(ctx);
+    const url = resourceUrl(ctx, answer);
+    if (!url) return { verdict: { status: 'SKIP', reason: 'the first use has no Location header and no "id" field' }, evidence: [] };
+    const replayed = await post(ctx, { key });
+    const resource = await ctx.http.get(url, { authorization: `Bearer ${ctx.settings.token}` });
+    return { verdict: evaluateGetResource(replayed, resource), evidence: [evidenceOf('replay', replayed), evidenceOf(`GET ${url.pathname}`, resource)] };
+  },
+};
+
+/** Location when the answer has one, else {path}/{id} from the body's "id". */
+function resourceUrl(ctx: RowContext, answer: Answer): URL | null {
+  if (answer.headers.location) return ctx.http.resolve(answer.headers.location);
+  const id = (parseJson(answer.body) as { id?: unknown } | undefined)?.id;
+  if (typeof id !== 'string' && typeof id !== 'number') return null;
+  return ctx.http.resolve(ctx.http.fullPath(`${ctx.settings.path}/${encodeURIComponent(String(id))}`));
+}
+
+const concurrentDuplicates: Row = {
+  id: 'concurrent-duplicates',
+  title: 'N concurrent duplicates -> one result; the others replay it or 409 + Retry-After',
+  clause: `${DRAFT} §2.6 (concurrent request) and §2.7 (409); ${README}: same key while the first request is still running`,
+  async run(ctx) {
+    const key = ctx.key('concurrent');
+    const replies = await Promise.all(Array.from({ length: ctx.settings.concurrency }, () => post(ctx, { key })));
+    const followUp = await post(ctx, { key });
+    return {
+      verdict: evaluateConcurrent(replies, followUp),
+      evidence: [...replies.map((reply, index) => evidenceOf(`duplicate ${index + 1}`, reply)), evidenceOf('follow-up', followUp)],
+    };
+  },
+};
+
+const lostResponse: Row = {
+  id: 'lost-response',
+  title: 'lost response (the kit\'s proxy drops the first answer) -> the retry replays',
+  clause: `${DRAFT} §1 (a client that got no answer retries safely) and §2.6; ${README}: same key, same body, finished -> replay`,
+  async run(ctx) {
+    const proxy = await startLossyProxy(new URL(ctx.settings.baseUrl), 1, ctx.settings.timeoutMs);
+    try {
+      const key = ctx.key('lost');
+      const firstReply = await post(ctx, { key, via: proxy.origin });
+      const retries = await retryPast409(() => post(ctx, { key, via: proxy.origin }));
+      const lost = proxy.lost()[0] ?? null;
+      const evidence = [evidenceOf('first request (answer dropped)', firstReply)];
+      if (lost) evidence.push(evidenceOf('what the deployment had started to answer', lost));
+      evidence.push(...retries.map((reply, index) => evidenceOf(`retry ${index + 1}`, reply)));
+      return { verdict: evaluateLostResponse({ first: firstReply, lost, retries }), evidence };
+    } finally {
+      await proxy.close();
+    }
+  },
+};
+
+/** Retries while the answer is 409, honouring Retry-After up to MAX_RETRY_WAIT_MS; returns every reply. */
+async function retryPast409(send: () => Promise<Reply>): Promise<Reply[]> {
+  const replies = [await send()];
+  for (let attempt = 1; attempt < LOST_RESPONSE_MAX_RETRIES; attempt++) {
+    const last = replies[replies.length - 1];
+    if (!isAnswer(last) || last.status !== 409) break;
+    const seconds = retryAfterSeconds(last.headers['retry-after'], new Date()) ?? 1;
+    await sleep(Math.min(seconds * 1000, MAX_RETRY_WAIT_MS));
+    replies.push(await send());
+  }
+  return replies;
+}
+
+const providerOutage: Row = {
+  id: 'provider-outage',
+  title: 'provider outage -> 503 + Retry-After, nothing stored, the retry is attempted again',
+  clause: `${README}: provider outage / 5xx / timeout -> 503 + Retry-After, nothing stored; the retry resumes`,
+  async run(ctx) {
+    const key = ctx.key('outage');
+    const outage = ctx.bodies.outage;
+    if (outage === null) throw new Error('no outage body was derived (the row was meant to be skipped)');
+    const firstReply = await post(ctx, { key, body: outage });
+    const retry = await post(ctx, { key, body: outage });
+    const otherBodyReply = await post(ctx, { key });
+    const keyRecord = ctx.settings.keyStatusPath === null ? null : await getKeyRecord(ctx, ctx.settings.keyStatusPath, key);
+    const evidence = [evidenceOf('outage body', firstReply), evidenceOf('same key, same body, at once', retry), evidenceOf('same key, the good body', otherBodyReply)];
+    if (keyRecord) evidence.push(evidenceOf('the key\'s record', keyRecord));
+    return { verdict: evaluateOutage({ first: firstReply, retry, otherBody: otherBodyReply, keyRecord }), evidence };
+  },
+};
+
+function getKeyRecord(ctx: RowContext, template: string, key: string): Promise<Reply> {
+  const url = ctx.http.resolve(ctx.http.fullPath(template.replace('{key}', encodeURIComponent(key))));
+  return ctx.http.get(url, { authorization: `Bearer ${ctx.settings.token}` });
+}
+
+const secondTenant: Row = {
+  id: 'second-tenant',
+  title: 'a second tenant\'s identical key and body -> an independent request',
+  clause: `${DRAFT} §5 Security Considerations (a composite key with client attributes); ${README} Scope: a key is private to your API key`,
+  requires: ['first-use', 'token-b'],
+  async run(ctx) {
+    const { key, answer } = first(ctx);
+    const reply = await post(ctx, { key, token: ctx.settings.tokenB });
+    return { verdict: evaluateSecondTenant(answer, reply), evidence: [evidenceOf('tenant A (first use)', answer), evidenceOf('tenant B, same key and body', reply)] };
+  },
+};
+
+const unauthenticated: Row = {
+  id: 'unauthenticated',
+  title: 'unauthenticated -> 401, identical for a used and an unused key',
+  clause: `${DRAFT} §5 Security Considerations (data leaks); ${README}: no or unknown API key -> 401 before any look-up; Security: no oracle`,
+  requires: ['first-use'],
+  async run(ctx) {
+    const used = first(ctx).key;
+    const pairs = [];
+    for (const [label, token] of [['no Authorization', null], ['an unknown API key', `conformance-not-a-key-${ctx.key('token')}`]] as const) {
+      pairs.push({ label, used: await post(ctx, { key: used, token }), unused: await post(ctx, { key: ctx.key('unused'), token }) });
+    }
+    return {
+      verdict: evaluateUnauthenticated(pairs),
+      evidence: pairs.flatMap((pair) => [evidenceOf(`${pair.label}, used key`, pair.used), evidenceOf(`${pair.label}, unused key`, pair.unused)]),
+    };
+  },
+};
+
+export const ROWS: readonly Row[] = [
+  missingKey,
+  malformedKey,
+  keySentTwice,
+  quotedKey,
+  firstUse,
+  replay,
+  reorderedJson,
+  otherBody,
+  getResource,
+  concurrentDuplicates,
+  lostResponse,
+  providerOutage,
+  secondTenant,
+  unauthenticated,
+];
