@@ -221,6 +221,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   if (production && env.FAULT_INJECTION) problems.push('FAULT_INJECTION: refused when NODE_ENV=production');
   if (production && env.BENCH_DISABLE_IDEMPOTENCY) problems.push('BENCH_DISABLE_IDEMPOTENCY: refused when NODE_ENV=production');
   if (env.FAULT_CRASH_AT && !env.FAULT_INJECTION) problems.push('FAULT_CRASH_AT: needs FAULT_INJECTION=true');
+  checkRelations(env, problems);
 
   const apiKeys = parseApiKeys(env.API_KEYS, production, problems);
   const cipherKeys = parseCipherKeys(env, production, problems);
@@ -272,6 +273,13 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
     },
   };
+}
+
+/** Limits that only make sense together. */
+function checkRelations(env: EnvironmentVariables, problems: string[]): void {
+  if (env.RATE_LIMIT_PER_KEY_PER_MINUTE > 0 && env.RATE_LIMIT_PER_TENANT_PER_MINUTE === 0) {
+    problems.push('RATE_LIMIT_PER_KEY_PER_MINUTE: needs RATE_LIMIT_PER_TENANT_PER_MINUTE > 0 (the tenant limit bounds how many keys are tracked)');
+  }
 }
 
 /** An empty variable (`PORT=`) means "use the default", as in most twelve-factor apps. */
