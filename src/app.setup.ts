@@ -4,6 +4,9 @@ import { ValidationPipe, VersioningType, type INestApplication } from '@nestjs/c
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import type { HttpSettings } from './config/configuration.js';
+import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
+import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
@@ -24,11 +27,32 @@ function countRequests(app: NestFastifyApplication): void {
       metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
       metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
     });
+  // Refused by Node's parser before there was a request (see answerClientError): counted here.
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .server.on('clientError', (error: NodeJS.ErrnoException) => metrics.httpClientErrors.inc({ reason: clientErrorReason(error) }));
 }
 
-export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
+/**
+ * Every limit a single client could otherwise stretch: the time to send its
+ * headers and its request, the idle keep-alive, the body size, the length of
+ * a path parameter. Node checks the two request timeouts on a timer, so that
+ * timer runs often enough for them to mean what they say.
+ */
+export function createAdapter(http: HttpSettings): FastifyAdapter {
   return new FastifyAdapter({
-    bodyLimit: bodyLimitBytes,
+    bodyLimit: http.bodyLimitBytes,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: http.headersTimeoutMs,
+      requestTimeout: http.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(http.headersTimeoutMs / 4)),
+    },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
     trustProxy: true,
     return503OnClosing: true,
     // A caller's well-formed X-Request-Id is kept (and logged); otherwise each request gets a UUID.
@@ -59,8 +83,10 @@ export async function configureApp(app: NestFastifyApplication): Promise<INestAp
     }),
   );
   app.useGlobalFilters(new ProblemDetailsFilter());
+  const fastify = app.getHttpAdapter().getInstance();
   // JSON only: other bodies get 415 instead of reaching the validators as strings or forms.
-  app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
+  fastify.removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
+  closeIdleConnectionsOnClose(fastify);
   countRequests(app);
   setUpOpenApi(app);
   return app;

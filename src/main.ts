@@ -33,7 +33,7 @@ async function bootstrap(): Promise<void> {
     notices.push({ level: 'warn', message: 'IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)' });
   }
 
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.app.bodyLimitBytes), {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.http), {
     bufferLogs: true,
     abortOnError: false,
   });

@@ -1,4 +1,4 @@
-// Hostile request bodies and headers (issue 13, item 6): each is
+// Hostile request bodies and headers (issue 13, items 6, 7): each is
 // refused with a small 4xx problem+json, never a 500, and changes nothing.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
@@ -35,6 +35,24 @@ describe('hostile requests', () => {
       const joined = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-a, k-b').send(orderBody()).expect(201);
       expect(joined.headers['idempotent-replayed']).toBeUndefined();
       expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    });
+  });
+
+  describe('long keys on the admin API (item 7)', () => {
+    it('looks up a 255-character key, and refuses a longer path segment with problem+json 414', async () => {
+      const key = `k${'x'.repeat(254)}`;
+      await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody()).expect(201);
+      const view = await t.http().get(`/v1/idempotency-keys/${key}`).set(auth()).expect(200);
+      expect(view.body.records).toHaveLength(1);
+      // Every character percent-encoded (3 x 255) still fits.
+      const encoded = [...key].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
+      await t.http().get(`/v1/idempotency-keys/${encoded}`).set(auth()).expect(200);
+
+      const tooLong = await t.http().get(`/v1/idempotency-keys/${'y'.repeat(800)}`).set(auth());
+      expectProblem(tooLong, 414, 'uri_too_long');
+      expect(tooLong.text).not.toContain('yyyy');
+      const invalid = await t.http().get(`/v1/idempotency-keys/${'y'.repeat(256)}`).set(auth());
+      expectProblem(invalid, 400, 'idempotency_key_invalid');
     });
   });
 });

@@ -33,6 +33,15 @@ class EnvironmentVariables {
   @IsInt() @Min(1024) @Max(10 * 1024 * 1024)
   HTTP_BODY_LIMIT_BYTES: number = 102400;
 
+  @IsInt() @Min(100) @Max(120000)
+  HTTP_HEADERS_TIMEOUT_MS: number = 5000;
+
+  @IsInt() @Min(100) @Max(120000)
+  HTTP_REQUEST_TIMEOUT_MS: number = 8000;
+
+  @IsInt() @Min(100) @Max(600000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5000;
+
   @IsInt() @Min(0) @Max(120000)
   SHUTDOWN_GRACE_MS: number = 10000;
 
@@ -126,12 +135,22 @@ export interface AppSettings {
   port: number;
   host: string;
   logLevel: string;
-  bodyLimitBytes: number;
   shutdownGraceMs: number;
   serviceName: string;
   faultInjection: boolean;
   faultCrashAt?: FaultPoint;
   benchDisableIdempotency: boolean;
+}
+
+/** What one client may cost the HTTP layer before it is cut off or refused. */
+export interface HttpSettings {
+  bodyLimitBytes: number;
+  /** Whole header block, counted from the first byte (or the connection) - 408 after. */
+  headersTimeoutMs: number;
+  /** Headers and body, i.e. everything the client sends - 408 after; never the handler's time. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
 }
 
 export interface MongoSettings {
@@ -189,6 +208,7 @@ export interface PaymentsSettings {
 
 export interface Configuration {
   app: AppSettings;
+  http: HttpSettings;
   mongo: MongoSettings;
   security: SecuritySettings;
   idempotency: IdempotencySettings;
@@ -233,12 +253,17 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       port: env.PORT,
       host: env.HOST,
       logLevel: env.LOG_LEVEL,
-      bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
       serviceName: env.SERVICE_NAME,
       faultInjection: env.FAULT_INJECTION,
       faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
       benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
+    },
+    http: {
+      bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
+      headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
     mongo: {
       uri: env.MONGODB_URI,
@@ -277,6 +302,9 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
 
 /** Limits that only make sense together. */
 function checkRelations(env: EnvironmentVariables, problems: string[]): void {
+  if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push('HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
   if (env.RATE_LIMIT_PER_KEY_PER_MINUTE > 0 && env.RATE_LIMIT_PER_TENANT_PER_MINUTE === 0) {
     problems.push('RATE_LIMIT_PER_KEY_PER_MINUTE: needs RATE_LIMIT_PER_TENANT_PER_MINUTE > 0 (the tenant limit bounds how many keys are tracked)');
   }
