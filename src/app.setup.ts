@@ -1,14 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { ValidationPipe, VersioningType, type INestApplication } from '@nestjs/common';
+import { VersioningType, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { createValidationPipe } from './common/validation.js';
 import type { HttpSettings } from './config/configuration.js';
+import { httpConfig, type HttpConfig } from './config/config.tokens.js';
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
+import { parseJsonBody } from './http/json-body.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
+
+/**
+ * Options for NestFactory.create / createNestApplication. Nest's own body
+ * parsers stay off: left on, `init()` registers a form (urlencoded) parser
+ * again after configureApp, and forms would reach the validators. The one
+ * JSON parser is configureApp's (Nest's would collide with it and fail the boot).
+ */
+export const NEST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 /**
  * One counter and one histogram sample per response, labelled by route
@@ -65,6 +77,23 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
 }
 
 /**
+ * JSON only: other bodies get 415 instead of reaching the validators as
+ * strings or forms. JSON is measured before it is parsed (depth, values) and
+ * keys class-transformer would silently drop are refused (see json-body.ts).
+ */
+function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
+  const limits = { maxDepth: http.jsonMaxDepth, maxValues: http.jsonMaxValues };
+  fastify.removeContentTypeParser(['application/json', 'text/plain']);
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: http.bodyLimitBytes }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string, limits));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}
+
+/**
  * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
  * exercise exactly what production runs. (Signal handling is process-wide,
  * so main.ts subscribes to SIGTERM itself; tests close their apps.)
@@ -72,20 +101,10 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
 export async function configureApp(app: NestFastifyApplication): Promise<INestApplication> {
   app.useLogger(app.get(PinoLogger));
   app.enableVersioning({ type: VersioningType.URI, defaultVersion: '1' });
-  app.useGlobalPipes(
-    new ValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      forbidUnknownValues: true,
-      stopAtFirstError: false,
-      validationError: { target: false, value: false },
-    }),
-  );
+  app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter());
   const fastify = app.getHttpAdapter().getInstance();
-  // JSON only: other bodies get 415 instead of reaching the validators as strings or forms.
-  fastify.removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
+  acceptJsonOnly(fastify, app.get<HttpConfig>(httpConfig.KEY));
   closeIdleConnectionsOnClose(fastify);
   countRequests(app);
   setUpOpenApi(app);

@@ -1,9 +1,11 @@
 // The HTTP layer of the real process (node dist/src/main.js) against clients
-// that never finish or send garbage (issue 13, items 1, 10). Raw sockets on
-// loopback, bounded in count and time.
+// that never finish, send garbage or flood it with the costliest refused
+// bodies (issue 13, items 1, 3, 8, 10). Raw sockets on loopback, bounded in
+// count and time.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import http from 'node:http';
 import { connect } from 'node:net';
-import { ACME_AUTH, httpRequest, killAllServices, scenarioDbName, startService, type ServiceProcess } from './support/service-process.js';
+import { ACME_AUTH, httpRequest, killAllServices, orderBody, scenarioDbName, startService, type ServiceProcess } from './support/service-process.js';
 
 interface RawExchange {
   /** Everything the server wrote before it closed the connection. */
@@ -43,6 +45,38 @@ const STALLED_BODY =
   'POST /v1/orders HTTP/1.1\r\nHost: x\r\n' +
   `Authorization: ${ACME_AUTH.Authorization}\r\nIdempotency-Key: k-stalled\r\n` +
   'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"customerId":';
+
+/** POST /v1/orders as acme with a body sent as is (the fixture helper would JSON-encode it). */
+function postText(baseUrl: string, key: string, text: string, contentType = 'application/json'): Promise<{ status: number; text: string; json: any }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL('/v1/orders', baseUrl);
+    const headers = { ...ACME_AUTH, 'Idempotency-Key': key, 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(text)) };
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, text: body, json: JSON.parse(body) });
+      });
+    });
+    req.setTimeout(15_000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+const percentile = (samples: number[], p: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))];
+
+async function healthLatencies(baseUrl: string, count: number): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    const res = await httpRequest(baseUrl, { method: 'GET', path: '/health/live', timeoutMs: 10_000 });
+    latencies.push(performance.now() - started);
+    expect(res.status).toBe(200);
+  }
+  return latencies;
+}
 
 describe('HTTP limits of the real process', () => {
   afterAll(async () => killAllServices());
@@ -101,6 +135,11 @@ describe('HTTP limits of the real process', () => {
       expect(text).not.toContain('kkkkkkkk');
     });
 
+    it('refuses a form body with 415 (Nest does not register a form parser behind configureApp)', async () => {
+      const res = await postText(service.baseUrl, 'k-form', 'customerId=cus_1&currency=USD&paymentMethod[token]=tok_visa', 'application/x-www-form-urlencoded');
+      expect({ status: res.status, code: res.json.code }).toEqual({ status: 415, code: 'unsupported_media_type' });
+    });
+
     it('counts what the parser refused in http_client_errors_total', async () => {
       const metrics = (await httpRequest(service.baseUrl, { method: 'GET', path: '/metrics' })).text;
       expect(metrics).toMatch(/http_client_errors_total\{reason="timeout"\} ([2-9]\d\d|\d{4,})/);
@@ -123,4 +162,49 @@ describe('HTTP limits of the real process', () => {
     await Promise.all([stalled, idle]);
   });
 
+  describe('a flood of the costliest refused bodies (item 3)', () => {
+    let service: ServiceProcess;
+    beforeAll(async () => {
+      service = await startService({ dbName: scenarioDbName('http_flood'), label: 'http-flood' });
+    });
+
+    const worst = [
+      JSON.stringify(orderBody({ items: Array.from({ length: 24_000 }, () => ({})) })),
+      JSON.stringify(orderBody({ items: Array.from({ length: 100 }, () => ({ sku: 7, quantity: 'x', unitPriceMinor: -1 })) })),
+      `{"customerId":${'['.repeat(40_000)}${']'.repeat(40_000)}}`,
+      JSON.stringify({ ...orderBody(), ...Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`unknown_field_${i}`, i])) }),
+    ];
+
+    it('keeps GET /health/live p99 near normal while 4 clients send up to 400 of them, each refused with a small 400', async () => {
+      const baseline = await healthLatencies(service.baseUrl, 150);
+      const deadline = Date.now() + 15_000;
+      let sent = 0;
+      const sizes: number[] = [];
+      const statuses = new Set<number>();
+      let flooding = true;
+      const flood = Promise.all(
+        Array.from({ length: 4 }, async (_, client) => {
+          for (let i = 0; i < 100 && Date.now() < deadline; i++) {
+            const res = await postText(service.baseUrl, `k-flood-${client}-${i}`, worst[(client + i) % worst.length]);
+            sent++;
+            statuses.add(res.status);
+            sizes.push(res.text.length);
+          }
+        }),
+      ).finally(() => (flooding = false));
+      const latencies: number[] = [];
+      while (flooding) latencies.push(...(await healthLatencies(service.baseUrl, 1)));
+      await flood;
+      const normal = percentile(baseline, 0.99);
+      const flooded = percentile(latencies, 0.99);
+      process.stdout.write(
+        `/health/live p99: ${normal.toFixed(1)} ms alone, ${flooded.toFixed(1)} ms under a flood of ${sent} refused bodies (${latencies.length} probes)\n`,
+      );
+      expect(sent).toBe(400);
+      expect([...statuses]).toEqual([400]);
+      expect(Math.max(...sizes)).toBeLessThan(4_096);
+      // Before the fix one such body took ~650 ms of event loop and /health/live p50 rose to 1.6 s.
+      expect(flooded).toBeLessThan(Math.max(250, normal * 10));
+    });
+  });
 });

@@ -42,6 +42,12 @@ class EnvironmentVariables {
   @IsInt() @Min(100) @Max(600000)
   HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5000;
 
+  @IsInt() @Min(2) @Max(64)
+  HTTP_JSON_MAX_DEPTH: number = 8;
+
+  @IsInt() @Min(10) @Max(1000000)
+  HTTP_JSON_MAX_VALUES: number = 1000;
+
   @IsInt() @Min(0) @Max(120000)
   SHUTDOWN_GRACE_MS: number = 10000;
 
@@ -151,6 +157,9 @@ export interface HttpSettings {
   requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
+  /** JSON bodies: nesting depth and number of values, checked before parsing and validation. */
+  jsonMaxDepth: number;
+  jsonMaxValues: number;
 }
 
 export interface MongoSettings {
@@ -264,6 +273,8 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      jsonMaxDepth: env.HTTP_JSON_MAX_DEPTH,
+      jsonMaxValues: env.HTTP_JSON_MAX_VALUES,
     },
     mongo: {
       uri: env.MONGODB_URI,
