@@ -41,7 +41,9 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
     logger.warn(`Store unavailable: ${(error as Error).name}`);
     return withRetryAfter(problem(503, 'store_unavailable', 'The data store is unavailable; retry later.'), 2);
   }
-  logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  const { code, codeName } = (error ?? {}) as { code?: unknown; codeName?: unknown };
+  const driverCode = code === undefined ? '' : ` [code ${String(code)}${codeName ? ` ${String(codeName)}` : ''}]`;
+  logger.error(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`);
   return { problem: problem(500, 'internal_error', 'An unexpected error occurred.'), headers: {} };
 }
 

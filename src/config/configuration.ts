@@ -60,6 +60,18 @@ class EnvironmentVariables {
   @IsInt() @Min(100) @Max(60000)
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: number = 3000;
 
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_CONNECT_TIMEOUT_MS: number = 3000;
+
+  @IsInt() @Min(100) @Max(300000)
+  MONGODB_SOCKET_TIMEOUT_MS: number = 3000;
+
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_POOL_WAIT_TIMEOUT_MS: number = 2000;
+
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_PING_TIMEOUT_MS: number = 1000;
+
   @IsInt() @Min(100) @Max(120000)
   TRANSACTION_MAX_RETRY_MS: number = 5000;
 
@@ -166,6 +178,14 @@ export interface MongoSettings {
   uri?: string;
   dbName: string;
   serverSelectionTimeoutMs: number;
+  /** TCP connect + handshake of a new connection. */
+  connectTimeoutMs: number;
+  /** Longest wait for the reply to one command on an open connection. */
+  socketTimeoutMs: number;
+  /** Longest wait for a free pooled connection. */
+  poolWaitTimeoutMs: number;
+  /** Bound on the readiness check's ping. */
+  pingTimeoutMs: number;
   transactionMaxRetryMs: number;
 }
 
@@ -280,6 +300,10 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       uri: env.MONGODB_URI,
       dbName: env.MONGODB_DB_NAME,
       serverSelectionTimeoutMs: env.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+      connectTimeoutMs: env.MONGODB_CONNECT_TIMEOUT_MS,
+      socketTimeoutMs: env.MONGODB_SOCKET_TIMEOUT_MS,
+      poolWaitTimeoutMs: env.MONGODB_POOL_WAIT_TIMEOUT_MS,
+      pingTimeoutMs: env.MONGODB_PING_TIMEOUT_MS,
       transactionMaxRetryMs: env.TRANSACTION_MAX_RETRY_MS,
     },
     security: {
