@@ -48,6 +48,9 @@ class EnvironmentVariables {
   @IsInt() @Min(10) @Max(1000000)
   HTTP_JSON_MAX_VALUES: number = 1000;
 
+  @IsInt() @Min(0) @Max(100000)
+  LOG_REFUSED_REQUESTS_PER_SECOND: number = 10;
+
   @IsInt() @Min(0) @Max(120000)
   SHUTDOWN_GRACE_MS: number = 10000;
 
@@ -153,6 +156,8 @@ export interface AppSettings {
   port: number;
   host: string;
   logLevel: string;
+  /** Refused (4xx) requests logged per second at most; the rest are counted, not written. */
+  logRefusedPerSecond: number;
   shutdownGraceMs: number;
   serviceName: string;
   faultInjection: boolean;
@@ -282,6 +287,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       port: env.PORT,
       host: env.HOST,
       logLevel: env.LOG_LEVEL,
+      logRefusedPerSecond: env.LOG_REFUSED_REQUESTS_PER_SECOND,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
       serviceName: env.SERVICE_NAME,
       faultInjection: env.FAULT_INJECTION,
