@@ -7,6 +7,11 @@ const common = {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }],
   },
   testEnvironment: 'node',
+  // CommonJS dependencies that require() the ESM-only @nestjs packages
+  // (@nestjs/throttler): Node runs them, Jest on Node < 24.9 cannot. See
+  // test/support/esm-interop/resolver.cjs.
+  resolver: '<rootDir>/test/support/esm-interop/resolver.cjs',
+  setupFilesAfterEnv: ['<rootDir>/test/support/esm-interop/setup.mjs'],
 };
 
 module.exports = {

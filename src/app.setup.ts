@@ -1,11 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { ValidationPipe, VersioningType, type INestApplication } from '@nestjs/common';
+import { VersioningType, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { createValidationPipe } from './common/validation.js';
+import type { HttpSettings } from './config/configuration.js';
+import { httpConfig, type HttpConfig } from './config/config.tokens.js';
+import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
+import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
+import { parseJsonBody } from './http/json-body.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
+
+/**
+ * Options for NestFactory.create / createNestApplication. Nest's own body
+ * parsers stay off: left on, `init()` registers a form (urlencoded) parser
+ * again after configureApp, and forms would reach the validators. The one
+ * JSON parser is configureApp's (Nest's would collide with it and fail the boot).
+ */
+export const NEST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 /**
  * One counter and one histogram sample per response, labelled by route
@@ -24,11 +39,32 @@ function countRequests(app: NestFastifyApplication): void {
       metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
       metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
     });
+  // Refused by Node's parser before there was a request (see answerClientError): counted here.
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .server.on('clientError', (error: NodeJS.ErrnoException) => metrics.httpClientErrors.inc({ reason: clientErrorReason(error) }));
 }
 
-export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
+/**
+ * Every limit a single client could otherwise stretch: the time to send its
+ * headers and its request, the idle keep-alive, the body size, the length of
+ * a path parameter. Node checks the two request timeouts on a timer, so that
+ * timer runs often enough for them to mean what they say.
+ */
+export function createAdapter(http: HttpSettings): FastifyAdapter {
   return new FastifyAdapter({
-    bodyLimit: bodyLimitBytes,
+    bodyLimit: http.bodyLimitBytes,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: http.headersTimeoutMs,
+      requestTimeout: http.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(http.headersTimeoutMs / 4)),
+    },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
     trustProxy: true,
     return503OnClosing: true,
     // A caller's well-formed X-Request-Id is kept (and logged); otherwise each request gets a UUID.
@@ -41,6 +77,23 @@ export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
 }
 
 /**
+ * JSON only: other bodies get 415 instead of reaching the validators as
+ * strings or forms. JSON is measured before it is parsed (depth, values) and
+ * keys class-transformer would silently drop are refused (see json-body.ts).
+ */
+function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
+  const limits = { maxDepth: http.jsonMaxDepth, maxValues: http.jsonMaxValues };
+  fastify.removeContentTypeParser(['application/json', 'text/plain']);
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: http.bodyLimitBytes }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string, limits));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}
+
+/**
  * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
  * exercise exactly what production runs. (Signal handling is process-wide,
  * so main.ts subscribes to SIGTERM itself; tests close their apps.)
@@ -48,19 +101,11 @@ export function createAdapter(bodyLimitBytes: number): FastifyAdapter {
 export async function configureApp(app: NestFastifyApplication): Promise<INestApplication> {
   app.useLogger(app.get(PinoLogger));
   app.enableVersioning({ type: VersioningType.URI, defaultVersion: '1' });
-  app.useGlobalPipes(
-    new ValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      forbidUnknownValues: true,
-      stopAtFirstError: false,
-      validationError: { target: false, value: false },
-    }),
-  );
+  app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter());
-  // JSON only: other bodies get 415 instead of reaching the validators as strings or forms.
-  app.getHttpAdapter().getInstance().removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
+  const fastify = app.getHttpAdapter().getInstance();
+  acceptJsonOnly(fastify, app.get<HttpConfig>(httpConfig.KEY));
+  closeIdleConnectionsOnClose(fastify);
   countRequests(app);
   setUpOpenApi(app);
   return app;

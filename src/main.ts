@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { existsSync } from 'node:fs';
-import { configureApp, createAdapter } from './app.setup.js';
+import { configureApp, createAdapter, NEST_APP_OPTIONS } from './app.setup.js';
 import { AppModule } from './app.module.js';
 import { ConfigurationError, loadConfiguration } from './config/configuration.js';
 import { EMULATOR_GAPS, resolveMongoBackend, type MongoBackend } from './database/embedded-mongo.js';
@@ -38,7 +38,8 @@ async function bootstrap(): Promise<void> {
     notices.push({ level: 'warn', message: 'IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)' });
   }
 
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.app.bodyLimitBytes), {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.http), {
+    ...NEST_APP_OPTIONS,
     bufferLogs: true,
     abortOnError: false,
   });

@@ -7,6 +7,8 @@ export abstract class DomainError extends Error {
   abstract readonly code: string;
   /** Seconds a client should wait before retrying, when retrying makes sense. */
   retryAfterSeconds?: number;
+  /** Extra members of the problem document (RFC 9457 extensions), e.g. `errors`. */
+  extensions?: Record<string, unknown>;
 
   constructor(message: string) {
     super(message);

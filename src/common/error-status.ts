@@ -4,6 +4,10 @@
  */
 export const ERROR_STATUS: Record<string, number> = {
   unauthorized: 401,
+  validation_failed: 400,
+  malformed_json: 400,
+  json_too_deep: 400,
+  json_too_many_values: 400,
   idempotency_key_missing: 400,
   idempotency_key_invalid: 400,
   idempotency_key_in_use: 409,

@@ -4,6 +4,7 @@ import { isStoreUnavailable } from '../database/mongo-errors.js';
 import { DomainError } from './domain-error.js';
 import { ERROR_STATUS } from './error-status.js';
 import { PROBLEM_CONTENT_TYPE, problem, type Problem } from './problem.js';
+import { RequestValidationError } from './validation.js';
 
 export interface ProblemResponse {
   problem: Problem;
@@ -14,8 +15,6 @@ const FASTIFY_ERRORS: Record<string, [number, string, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'The request body is larger than the limit.'],
   FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'unsupported_media_type', 'Send the body as application/json.'],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'invalid_content_length', 'Content-Length does not match the body.'],
-  FST_ERR_CTP_EMPTY_JSON_BODY: [400, 'malformed_json', 'The body is empty but Content-Type is application/json.'],
-  FST_ERR_CTP_INVALID_JSON_BODY: [400, 'malformed_json', 'The body is not valid JSON.'],
 };
 
 /**
@@ -26,7 +25,7 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
   if (error instanceof DomainError) {
     const status = ERROR_STATUS[error.code] ?? 500;
     if (status === 500) logger.error(`Unmapped domain error code ${error.code}`);
-    return withRetryAfter(problem(status, error.code, error.message), error.retryAfterSeconds);
+    return withRetryAfter(problem(status, error.code, error.message, error.extensions), error.retryAfterSeconds);
   }
   // Nest wraps Fastify's own errors (body parsing, limits) in an HttpException with the original as cause.
   const fastifyCode = (error as { code?: unknown })?.code ?? ((error as { cause?: { code?: unknown } })?.cause?.code);
@@ -42,7 +41,9 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
     logger.warn(`Store unavailable: ${(error as Error).name}`);
     return withRetryAfter(problem(503, 'store_unavailable', 'The data store is unavailable; retry later.'), 2);
   }
-  logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  const { code, codeName } = (error ?? {}) as { code?: unknown; codeName?: unknown };
+  const driverCode = code === undefined ? '' : ` [code ${String(code)}${codeName ? ` ${String(codeName)}` : ''}]`;
+  logger.error(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`);
   return { problem: problem(500, 'internal_error', 'An unexpected error occurred.'), headers: {} };
 }
 
@@ -50,8 +51,8 @@ function fromHttpException(error: HttpException): ProblemResponse {
   const status = error.getStatus();
   const body = error.getResponse() as { message?: unknown; code?: string; details?: unknown } | string;
   if (status === 400 && typeof body === 'object' && Array.isArray(body.message)) {
-    const errors = body.message.map(String);
-    return { problem: problem(400, 'validation_failed', errors.join('; '), { errors }), headers: {} };
+    const refused = new RequestValidationError(body.message.map(String));
+    return { problem: problem(400, refused.code, refused.message, refused.extensions), headers: {} };
   }
   if (status === 503 && typeof body === 'object' && 'details' in body) {
     // A failed readiness check (terminus): keep which dependency is down.

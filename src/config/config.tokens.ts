@@ -8,6 +8,7 @@ import { loadConfiguration } from './configuration.js';
  *   constructor(@Inject(idempotencyConfig.KEY) cfg: ConfigType<typeof idempotencyConfig>)
  */
 export const appConfig = registerAs('app', () => loadConfiguration(process.env).app);
+export const httpConfig = registerAs('http', () => loadConfiguration(process.env).http);
 export const mongoConfig = registerAs('mongo', () => loadConfiguration(process.env).mongo);
 export const securityConfig = registerAs('security', () => loadConfiguration(process.env).security);
 export const idempotencyConfig = registerAs('idempotency', () => loadConfiguration(process.env).idempotency);
@@ -17,6 +18,7 @@ export const paymentsConfig = registerAs('payments', () => loadConfiguration(pro
 
 export const allConfig = [
   appConfig,
+  httpConfig,
   mongoConfig,
   securityConfig,
   idempotencyConfig,
@@ -26,6 +28,7 @@ export const allConfig = [
 ];
 
 export type AppConfig = ConfigType<typeof appConfig>;
+export type HttpConfig = ConfigType<typeof httpConfig>;
 export type MongoConfig = ConfigType<typeof mongoConfig>;
 export type SecurityConfig = ConfigType<typeof securityConfig>;
 export type IdempotencyConfig = ConfigType<typeof idempotencyConfig>;

@@ -61,6 +61,29 @@ describe('loadConfiguration', () => {
     expect(config.idempotency.decryptionKeys.map((k) => k.id)).toEqual(['k2', 'k1']);
   });
 
+  it('bounds every HTTP and store wait by default', () => {
+    const config = loadConfiguration({});
+    expect(config.http).toEqual({
+      bodyLimitBytes: 102400,
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 8000,
+      keepAliveTimeoutMs: 5000,
+      jsonMaxDepth: 8,
+      jsonMaxValues: 1000,
+    });
+    expect(config.mongo).toMatchObject({ serverSelectionTimeoutMs: 3000, connectTimeoutMs: 3000, socketTimeoutMs: 3000, poolWaitTimeoutMs: 2000, pingTimeoutMs: 1000 });
+    expect(config.app.logRefusedPerSecond).toBe(10);
+  });
+
+  it('refuses limits that contradict each other', () => {
+    expect(problemsOf({ HTTP_HEADERS_TIMEOUT_MS: '9000', HTTP_REQUEST_TIMEOUT_MS: '8000' })).toEqual([expect.stringMatching(/^HTTP_HEADERS_TIMEOUT_MS: /)]);
+    expect(problemsOf({ RATE_LIMIT_PER_KEY_PER_MINUTE: '10', RATE_LIMIT_PER_TENANT_PER_MINUTE: '0' })).toEqual([
+      expect.stringMatching(/^RATE_LIMIT_PER_KEY_PER_MINUTE: .*tenant limit/),
+    ]);
+    expect(problemsOf({ RATE_LIMIT_PER_KEY_PER_MINUTE: '0', RATE_LIMIT_PER_TENANT_PER_MINUTE: '0' })).toEqual([]);
+    expect(problemsOf({ HTTP_JSON_MAX_DEPTH: '1' })).toEqual([expect.stringMatching(/^HTTP_JSON_MAX_DEPTH: /)]);
+  });
+
   it('needs FAULT_INJECTION for FAULT_CRASH_AT', () => {
     expect(problemsOf({ FAULT_CRASH_AT: 'after-claim' })).toEqual([expect.stringMatching(/^FAULT_CRASH_AT: /)]);
     expect(problemsOf({ FAULT_CRASH_AT: 'nowhere', FAULT_INJECTION: 'true' })).toEqual([expect.stringMatching(/^FAULT_CRASH_AT: /)]);

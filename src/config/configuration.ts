@@ -33,6 +33,24 @@ class EnvironmentVariables {
   @IsInt() @Min(1024) @Max(10 * 1024 * 1024)
   HTTP_BODY_LIMIT_BYTES: number = 102400;
 
+  @IsInt() @Min(100) @Max(120000)
+  HTTP_HEADERS_TIMEOUT_MS: number = 5000;
+
+  @IsInt() @Min(100) @Max(120000)
+  HTTP_REQUEST_TIMEOUT_MS: number = 8000;
+
+  @IsInt() @Min(100) @Max(600000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5000;
+
+  @IsInt() @Min(2) @Max(64)
+  HTTP_JSON_MAX_DEPTH: number = 8;
+
+  @IsInt() @Min(10) @Max(1000000)
+  HTTP_JSON_MAX_VALUES: number = 1000;
+
+  @IsInt() @Min(0) @Max(100000)
+  LOG_REFUSED_REQUESTS_PER_SECOND: number = 10;
+
   @IsInt() @Min(0) @Max(120000)
   SHUTDOWN_GRACE_MS: number = 10000;
 
@@ -44,6 +62,18 @@ class EnvironmentVariables {
 
   @IsInt() @Min(100) @Max(60000)
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: number = 3000;
+
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_CONNECT_TIMEOUT_MS: number = 3000;
+
+  @IsInt() @Min(100) @Max(300000)
+  MONGODB_SOCKET_TIMEOUT_MS: number = 3000;
+
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_POOL_WAIT_TIMEOUT_MS: number = 2000;
+
+  @IsInt() @Min(100) @Max(60000)
+  MONGODB_PING_TIMEOUT_MS: number = 1000;
 
   @IsInt() @Min(100) @Max(120000)
   TRANSACTION_MAX_RETRY_MS: number = 5000;
@@ -129,7 +159,8 @@ export interface AppSettings {
   port: number;
   host: string;
   logLevel: string;
-  bodyLimitBytes: number;
+  /** Refused (4xx) requests logged per second at most; the rest are counted, not written. */
+  logRefusedPerSecond: number;
   shutdownGraceMs: number;
   serviceName: string;
   faultInjection: boolean;
@@ -137,10 +168,32 @@ export interface AppSettings {
   benchDisableIdempotency: boolean;
 }
 
+/** What one client may cost the HTTP layer before it is cut off or refused. */
+export interface HttpSettings {
+  bodyLimitBytes: number;
+  /** Whole header block, counted from the first byte (or the connection) - 408 after. */
+  headersTimeoutMs: number;
+  /** Headers and body, i.e. everything the client sends - 408 after; never the handler's time. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** JSON bodies: nesting depth and number of values, checked before parsing and validation. */
+  jsonMaxDepth: number;
+  jsonMaxValues: number;
+}
+
 export interface MongoSettings {
   uri?: string;
   dbName: string;
   serverSelectionTimeoutMs: number;
+  /** TCP connect + handshake of a new connection. */
+  connectTimeoutMs: number;
+  /** Longest wait for the reply to one command on an open connection. */
+  socketTimeoutMs: number;
+  /** Longest wait for a free pooled connection. */
+  poolWaitTimeoutMs: number;
+  /** Bound on the readiness check's ping. */
+  pingTimeoutMs: number;
   transactionMaxRetryMs: number;
 }
 
@@ -194,6 +247,7 @@ export interface PaymentsSettings {
 
 export interface Configuration {
   app: AppSettings;
+  http: HttpSettings;
   mongo: MongoSettings;
   security: SecuritySettings;
   idempotency: IdempotencySettings;
@@ -226,6 +280,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   if (production && env.FAULT_INJECTION) problems.push('FAULT_INJECTION: refused when NODE_ENV=production');
   if (production && env.BENCH_DISABLE_IDEMPOTENCY) problems.push('BENCH_DISABLE_IDEMPOTENCY: refused when NODE_ENV=production');
   if (env.FAULT_CRASH_AT && !env.FAULT_INJECTION) problems.push('FAULT_CRASH_AT: needs FAULT_INJECTION=true');
+  checkRelations(env, problems);
 
   const apiKeys = parseApiKeys(env.API_KEYS, production, problems);
   const cipherKeys = parseCipherKeys(env, production, problems);
@@ -237,17 +292,29 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       port: env.PORT,
       host: env.HOST,
       logLevel: env.LOG_LEVEL,
-      bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
+      logRefusedPerSecond: env.LOG_REFUSED_REQUESTS_PER_SECOND,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
       serviceName: env.SERVICE_NAME,
       faultInjection: env.FAULT_INJECTION,
       faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
       benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
     },
+    http: {
+      bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
+      headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      jsonMaxDepth: env.HTTP_JSON_MAX_DEPTH,
+      jsonMaxValues: env.HTTP_JSON_MAX_VALUES,
+    },
     mongo: {
       uri: env.MONGODB_URI,
       dbName: env.MONGODB_DB_NAME,
       serverSelectionTimeoutMs: env.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+      connectTimeoutMs: env.MONGODB_CONNECT_TIMEOUT_MS,
+      socketTimeoutMs: env.MONGODB_SOCKET_TIMEOUT_MS,
+      poolWaitTimeoutMs: env.MONGODB_POOL_WAIT_TIMEOUT_MS,
+      pingTimeoutMs: env.MONGODB_PING_TIMEOUT_MS,
       transactionMaxRetryMs: env.TRANSACTION_MAX_RETRY_MS,
     },
     security: {
@@ -277,6 +344,16 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
     },
   };
+}
+
+/** Limits that only make sense together. */
+function checkRelations(env: EnvironmentVariables, problems: string[]): void {
+  if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push('HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
+  if (env.RATE_LIMIT_PER_KEY_PER_MINUTE > 0 && env.RATE_LIMIT_PER_TENANT_PER_MINUTE === 0) {
+    problems.push('RATE_LIMIT_PER_KEY_PER_MINUTE: needs RATE_LIMIT_PER_TENANT_PER_MINUTE > 0 (the tenant limit bounds how many keys are tracked)');
+  }
 }
 
 /** An empty variable (`PORT=`) means "use the default", as in most twelve-factor apps. */

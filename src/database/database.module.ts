@@ -16,10 +16,16 @@ import { TransactionRunner } from './transaction.runner.js';
         return {
           uri: config.uri,
           dbName: config.dbName,
-          // Fail fast instead of queueing: an unreachable store answers 503 in
-          // seconds rather than hanging requests.
+          // Fail fast instead of queueing or hanging: every step of a store call is
+          // bounded - finding a server, opening a connection, waiting for a pooled
+          // one, and waiting for a reply (a frozen server accepts TCP and never
+          // answers; the driver's `timeoutMS` is a no-op in 7.x) - so a store
+          // that is down or frozen answers 503 in seconds.
           bufferCommands: false,
           serverSelectionTimeoutMS: config.serverSelectionTimeoutMs,
+          connectTimeoutMS: config.connectTimeoutMs,
+          socketTimeoutMS: config.socketTimeoutMs,
+          waitQueueTimeoutMS: config.poolWaitTimeoutMs,
           // Indexes and collections are created explicitly at boot (DatabaseBootstrap).
           autoIndex: false,
           autoCreate: false,

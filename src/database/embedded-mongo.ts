@@ -27,6 +27,8 @@ export interface MongoBackend {
   unserializedUri?: string;
   /** What the serializing proxy did (emulator only). */
   proxyStats?: SerializingProxyStats;
+  /** The server process, for tests that freeze it (SIGSTOP); none for a URI or a container. */
+  serverPid?: number;
   /** Called if the server dies on its own (not through `stop`). */
   onUnexpectedExit(listener: (reason: string) => void): void;
   stop(): Promise<void>;
@@ -106,6 +108,7 @@ async function startMemoryReplSet(binary: string): Promise<MongoBackend> {
   return {
     kind: 'mongod',
     uri: replSet.getUri(),
+    serverPid: replSet.servers[0]?.instanceInfo?.instance.mongodProcess?.pid,
     description: `mongodb-memory-server replica set (${binary})`,
     onUnexpectedExit: (listener) => {
       const mongod = replSet.servers[0]?.instanceInfo?.instance.mongodProcess;
@@ -187,6 +190,7 @@ async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBac
     uri: proxy.clientUri(emulatorUri),
     unserializedUri: emulatorUri,
     proxyStats: proxy.stats,
+    serverPid: child.pid,
     description: `EMULATOR (transactions serialized${conflicts}): jongodb single-node replica set behind the serializing proxy`,
     onUnexpectedExit: (listener) => {
       child.once('exit', (code, signal) => stopping || listener(`jongodb emulator exited (${signal ?? `code ${code}`})`));

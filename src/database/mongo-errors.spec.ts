@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { isDuplicateKey, isStoreUnavailable, isWriteConflict } from './mongo-errors.js';
+import { isDuplicateKey, isStoreTimeout, isStoreUnavailable, isWriteConflict } from './mongo-errors.js';
 
 const named = (name: string, message = '', extra: object = {}) => Object.assign(new Error(message), { name, ...extra });
 
@@ -18,6 +18,16 @@ describe('mongo error classification', () => {
     ['transient label', named('MongoServerError', 'x', { hasErrorLabel: (l: string) => l === 'TransientTransactionError' })],
     ['wrapped in a cause', Object.assign(new Error('outer'), { cause: named('MongoNetworkError') })],
     ['a write conflict that outlived the retries', named('MongoServerError', 'WriteConflict', { code: 112 })],
+    ['a socket timeout (frozen server)', named('MongoNetworkTimeoutError', 'connection 3 to 127.0.0.1:1 timed out')],
+    ['no pooled connection in time', named('MongoWaitQueueTimeoutError', 'Timed out while checking out a connection from connection pool')],
+    ['an operation timeout', named('MongoOperationTimeoutError')],
+    ['a cleared pool', named('MongoPoolClearedError')],
+    ['a closed pool', named('MongoPoolClosedError')],
+    ['a primary stepping down', named('MongoServerError', 'not primary', { code: 10107 })],
+    ['an interrupted operation', named('MongoServerError', 'interrupted', { code: 11602 })],
+    ['a transaction the server forgot', named('MongoServerError', 'NoSuchTransaction', { code: 251 })],
+    ['the session confusion after a timed-out abort (emulator)', named('MongoBulkWriteError', 'transaction already in progress for this session', { code: 14, codeName: 'BadValue' })],
+    ['the driver\'s own session confusion', named('MongoTransactionError', 'Transaction already in progress')],
   ])('treats %s as store unavailable', (_, error) => {
     expect(isStoreUnavailable(error)).toBe(true);
   });
@@ -26,7 +36,18 @@ describe('mongo error classification', () => {
     ['a duplicate key', named('MongoServerError', 'E11000', { code: 11000 })],
     ['a validation error', named('ValidationError', 'ECONNREFUSED in text')],
     ['a plain error', new Error('boom')],
+    ['a bad value from the server', named('MongoServerError', 'unknown operator: $foo', { code: 14, codeName: 'BadValue' })],
+    ['a domain error mentioning a transaction', named('IllegalTransitionError', 'transaction already in progress')],
   ])('does not treat %s as store unavailable', (_, error) => {
     expect(isStoreUnavailable(error)).toBe(false);
+  });
+
+  it('tells a store that did not answer in time from one that refused', () => {
+    expect(isStoreTimeout(named('MongoNetworkTimeoutError'))).toBe(true);
+    expect(isStoreTimeout(named('MongoWaitQueueTimeoutError'))).toBe(true);
+    expect(isStoreTimeout(named('MongooseServerSelectionError'))).toBe(true);
+    expect(isStoreTimeout(Object.assign(new Error('bulk'), { cause: named('MongoNetworkTimeoutError') }))).toBe(true);
+    expect(isStoreTimeout(named('MongoNetworkError', 'connect ECONNRESET'))).toBe(false);
+    expect(isStoreTimeout(named('MongoServerError', 'WriteConflict', { code: 112 }))).toBe(false);
   });
 });

@@ -101,6 +101,23 @@ describe('TransactionRunner (integration, on the run\'s replica set)', () => {
     expect(runs).toBe(1);
   });
 
+  it('does not retry a store that timed out, and answers without waiting for the abort', async () => {
+    // What the driver raises when a frozen server never replies: a network timeout, labelled transient.
+    const timeout = Object.assign(labelled('TransientTransactionError'), { name: 'MongoNetworkTimeoutError' });
+    let runs = 0;
+    await expect(
+      runner.run(async (session) => {
+        runs++;
+        await things.insertOne({ _id: `timed-out-${runs}` }, { session });
+        throw timeout;
+      }),
+    ).rejects.toBe(timeout);
+    expect(runs).toBe(1);
+    // The abort ran in the background; the write is rolled back all the same.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await things.countDocuments()).toBe(0);
+  });
+
   it(
     'concurrent transactions on one document: the loser retries on the write conflict and no update is lost',
     async () => {

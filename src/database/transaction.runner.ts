@@ -3,7 +3,7 @@ import { InjectConnection } from '@nestjs/mongoose';
 import type { ClientSession, Connection } from 'mongoose';
 import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { hasLabel } from './mongo-errors.js';
+import { hasLabel, isStoreTimeout } from './mongo-errors.js';
 
 const TRANSIENT = 'TransientTransactionError';
 const UNKNOWN_COMMIT = 'UnknownTransactionCommitResult';
@@ -22,6 +22,12 @@ type CommitOutcome = 'committed' | 'retry';
  * errors are retried until TRANSACTION_MAX_RETRY_MS), so it must have no
  * side effect outside the database - never call a payment provider in it.
  * Errors thrown by `work` abort the transaction and surface unchanged.
+ *
+ * A store that timed out (frozen, overloaded, unreachable) is not retried:
+ * each attempt would wait a full timeout again, so the caller gets its 503
+ * after one. Nor is its abort awaited - it would wait as long, and the answer
+ * does not depend on it: it runs in the background, and the server drops an
+ * unfinished transaction on its own anyway.
  */
 @Injectable()
 export class TransactionRunner {
@@ -41,6 +47,7 @@ export class TransactionRunner {
         try {
           result = await work(session);
         } catch (error) {
+          if (isStoreTimeout(error)) throw error;
           await abortQuietly(session);
           if (hasLabel(error, TRANSIENT) && Date.now() < deadline) {
             await this.backoff(TRANSIENT, attempt);
@@ -52,7 +59,8 @@ export class TransactionRunner {
         await this.backoff(TRANSIENT, attempt);
       }
     } finally {
-      await session.endSession();
+      if (session.inTransaction()) void abortQuietly(session).finally(() => endQuietly(session));
+      else await session.endSession();
     }
   }
 
@@ -62,6 +70,8 @@ export class TransactionRunner {
         await session.commitTransaction();
         return 'committed';
       } catch (error) {
+        // Whether a commit that timed out applied is for the client's retry to find out (it resumes).
+        if (isStoreTimeout(error)) throw error;
         if (hasLabel(error, UNKNOWN_COMMIT) && Date.now() < deadline) {
           // The commit may or may not have applied; committing again is safe and tells us which.
           this.metrics.transactionRetries.inc({ label: UNKNOWN_COMMIT });
@@ -81,6 +91,14 @@ export class TransactionRunner {
     this.metrics.transactionRetries.inc({ label });
     const delay = Math.min(100, 5 * 2 ** attempt) * Math.random();
     await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+async function endQuietly(session: ClientSession): Promise<void> {
+  try {
+    await session.endSession();
+  } catch {
+    // Ending a session only returns it to the pool; a store that is down has nothing to learn.
   }
 }
 

@@ -1,9 +1,10 @@
-import { Controller, Get, VERSION_NEUTRAL } from '@nestjs/common';
+import { Controller, Get, Inject, VERSION_NEUTRAL } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import { ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import type { Connection } from 'mongoose';
 import { Public } from '../auth/public.decorator.js';
+import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
 import { DatabaseBootstrap } from '../database/database.bootstrap.js';
 
 @ApiTags('health')
@@ -15,6 +16,7 @@ export class HealthController {
     private readonly indicator: HealthIndicatorService,
     private readonly bootstrap: DatabaseBootstrap,
     @InjectConnection() private readonly connection: Connection,
+    @Inject(mongoConfig.KEY) private readonly mongo: MongoConfig,
   ) {}
 
   /** The process is up and serving; says nothing about dependencies (restart only if this fails). */
@@ -31,14 +33,26 @@ export class HealthController {
     return this.health.check([() => this.mongoPrimary(), async () => this.indexes()]);
   }
 
+  /**
+   * Answers within MONGODB_PING_TIMEOUT_MS whatever the store does: a frozen
+   * server accepts the connection and never replies, and the probe must say
+   * "down" before the load balancer's own probe timeout, not hang with it.
+   */
   private async mongoPrimary() {
     const check = this.indicator.check('mongodb');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.mongo.pingTimeoutMs);
+    });
     try {
-      const hello = await this.connection.db!.admin().command({ hello: 1 }, { timeoutMS: 2000 });
+      const hello = await Promise.race([this.connection.db!.admin().command({ hello: 1 }), timedOut]);
+      if (hello === 'timeout') return check.down({ message: `no answer within ${this.mongo.pingTimeoutMs} ms` });
       if (!hello.isWritablePrimary) return check.down({ message: 'no writable primary' });
       return check.up({ replicaSet: hello.setName });
     } catch {
       return check.down({ message: 'unreachable' });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

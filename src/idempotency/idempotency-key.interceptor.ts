@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
 import { IDEMPOTENT_OPTIONS, type IdempotentOptions } from './idempotent.decorator.js';
-import { parseIdempotencyKey } from './idempotency-key.js';
+import { idempotencyKeyHeader, parseIdempotencyKey } from './idempotency-key.js';
 
 /** What a keyed handler receives: the validated client key and the route's declaration. */
 export interface IdempotencyKeyContext {
@@ -36,7 +36,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     const options = this.reflector.get<IdempotentOptions>(IDEMPOTENT_OPTIONS, context.getHandler());
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     keyedState(request).idempotency = {
-      clientKey: parseIdempotencyKey(request.headers['idempotency-key']),
+      clientKey: parseIdempotencyKey(idempotencyKeyHeader(request.raw)),
       operation: options.operation,
       ttlSeconds: options.ttlSeconds,
       schemaVersion: options.schemaVersion ?? 1,

@@ -27,6 +27,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly httpClientErrors = new Counter({
+    name: 'http_client_errors_total',
+    help: 'Connections refused by the HTTP parser before a request existed, by reason (timeout, headers_too_large, malformed, reset)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly idempotencyOutcomes = new Counter({
     name: 'idempotency_requests_total',
     help: 'Idempotent requests by operation and outcome (claimed, replayed, in_flight_conflict, payload_mismatch, resumed, restarted, expired)',

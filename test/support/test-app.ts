@@ -5,7 +5,8 @@ import type { Connection } from 'mongoose';
 import type { Db } from 'mongodb';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
-import { configureApp, createAdapter } from '../../src/app.setup.js';
+import { configureApp, createAdapter, NEST_APP_OPTIONS } from '../../src/app.setup.js';
+import { loadConfiguration } from '../../src/config/configuration.js';
 
 export const API_KEYS = {
   acme: 'acme-secret-0123456789',
@@ -53,7 +54,8 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     let builder = Test.createTestingModule({ imports: [AppModule] });
     if (options.override) builder = options.override(builder);
     const moduleRef = await builder.compile();
-    app = moduleRef.createNestApplication<NestFastifyApplication>(createAdapter(102400), { logger: false });
+    const adapter = createAdapter(loadConfiguration(process.env).http);
+    app = moduleRef.createNestApplication<NestFastifyApplication>(adapter, { ...NEST_APP_OPTIONS, logger: false });
     await configureApp(app);
     await app.init();
     await app.getHttpAdapter().getInstance().ready();

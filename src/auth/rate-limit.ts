@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import {
+  InjectThrottlerOptions,
+  InjectThrottlerStorage,
+  ThrottlerGuard,
+  type ThrottlerLimitDetail,
+  type ThrottlerModuleOptions,
+  type ThrottlerStorage,
+} from '@nestjs/throttler';
+import type { FastifyRequest } from 'fastify';
+import { DomainError } from '../common/domain-error.js';
+import type { SecurityConfig } from '../config/config.tokens.js';
+import { IDEMPOTENT_OPTIONS } from '../idempotency/idempotent.decorator.js';
+import { idempotencyKeyHeader, parseIdempotencyKey } from '../idempotency/idempotency-key.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { requestState } from './tenant.js';
+
+/** The limits are "per minute": a sliding window of this length. */
+export const RATE_LIMIT_WINDOW_MS = 60_000;
+
+export class RateLimitedError extends DomainError {
+  readonly code = 'rate_limited';
+  constructor(retryAfterSeconds: number, scope: 'tenant' | 'idempotency key') {
+    super(`Too many requests for this ${scope}; retry later.`);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+const tenantOf = (context: ExecutionContext) => requestState(context.switchToHttp().getRequest<FastifyRequest>()).tenant;
+
+/**
+ * @nestjs/throttler with two named limits, checked in this order (same
+ * window, and the guard keeps the declared order for equal windows):
+ *  - `tenant`: every authenticated request of the tenant;
+ *  - `key`: per (tenant, Idempotency-Key) on @Idempotent routes only, so one
+ *    client hammering one key is slowed without starving its other keys.
+ * A request the tenant limit refuses never reaches the key limit, and the key
+ * is validated (400) before it is tracked, and tracked as a SHA-256 digest:
+ * a record costs the same whatever the client sends. Records of the in-memory
+ * storage expire with their window (swept every minute), so memory is at most
+ * about tenants x RATE_LIMIT_PER_TENANT_PER_MINUTE x 2 small records - which
+ * is why a key limit needs a tenant limit (configuration.ts). Per instance on
+ * purpose: it protects this process; a global quota (Redis storage) belongs
+ * to the gateway or a later change.
+ */
+export function rateLimitOptions(config: SecurityConfig): ThrottlerModuleOptions {
+  const perTenant = config.rateLimitPerTenantPerMinute;
+  const perKey = config.rateLimitPerKeyPerMinute;
+  return {
+    // Retry-After is set on the 429 itself; limits are not advertised on every response.
+    setHeaders: false,
+    // One bucket per tenant and per (tenant, key) across routes, not per route (the default).
+    generateKey: (_context, tracker, name) => `${name}:${tracker}`,
+    throttlers: [
+      {
+        name: 'tenant',
+        ttl: RATE_LIMIT_WINDOW_MS,
+        limit: perTenant,
+        // Sliding window, no extra penalty: a refused request is not counted.
+        blockDuration: 0,
+        skipIf: (context) => perTenant === 0 || !tenantOf(context),
+        getTracker: (_request, context) => tenantOf(context)!,
+      },
+      {
+        name: 'key',
+        ttl: RATE_LIMIT_WINDOW_MS,
+        limit: perKey,
+        blockDuration: 0,
+        skipIf: (context) => perKey === 0 || !tenantOf(context) || !Reflect.getMetadata(IDEMPOTENT_OPTIONS, context.getHandler()),
+        getTracker: (request, context) => {
+          const key = parseIdempotencyKey(idempotencyKeyHeader((request as FastifyRequest).raw));
+          return `${tenantOf(context)}:${createHash('sha256').update(key).digest('base64url')}`;
+        },
+      },
+    ],
+  };
+}
+
+/** Runs after the API key guard (it needs the tenant); refusals are 429 problem+json with Retry-After. */
+@Injectable()
+export class RateLimitGuard extends ThrottlerGuard {
+  constructor(
+    @InjectThrottlerOptions() options: ThrottlerModuleOptions,
+    @InjectThrottlerStorage() storage: ThrottlerStorage,
+    reflector: Reflector,
+    private readonly metrics: MetricsService,
+  ) {
+    super(options, storage, reflector);
+  }
+
+  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    const limit = detail.key.startsWith('key:') ? 'key' : 'tenant';
+    this.metrics.rateLimited.inc({ limit });
+    throw new RateLimitedError(Math.max(1, detail.timeToBlockExpire), limit === 'key' ? 'idempotency key' : 'tenant');
+  }
+}

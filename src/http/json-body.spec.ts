@@ -1,0 +1,49 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  checkJsonShape,
+  ForbiddenPropertyError,
+  JsonTooDeepError,
+  JsonTooManyValuesError,
+  MalformedJsonError,
+  parseJsonBody,
+} from './json-body.js';
+
+const limits = { maxDepth: 4, maxValues: 20 };
+
+describe('JSON body limits', () => {
+  it('parses a body within the limits', () => {
+    expect(parseJsonBody('{"a":[1,2,{"b":"c"}],"d":null}', limits)).toEqual({ a: [1, 2, { b: 'c' }], d: null });
+  });
+
+  it('refuses nesting deeper than the limit before parsing, arrays and objects alike', () => {
+    expect(() => checkJsonShape('[[[[1]]]]', limits)).not.toThrow();
+    expect(() => checkJsonShape('[[[[[1]]]]]', limits)).toThrow(JsonTooDeepError);
+    expect(() => checkJsonShape('{"a":{"a":{"a":{"a":{"a":1}}}}}', limits)).toThrow(JsonTooDeepError);
+    // 50,000 levels: refused after a few characters, never handed to JSON.parse or class-transformer.
+    expect(() => parseJsonBody('['.repeat(50_000) + ']'.repeat(50_000), limits)).toThrow(JsonTooDeepError);
+  });
+
+  it('counts values as containers plus commas and refuses more than the limit', () => {
+    expect(() => checkJsonShape(`[${Array(20).fill(0).join(',')}]`, limits)).not.toThrow(); // 1 + 19
+    expect(() => checkJsonShape(`[${Array(21).fill(0).join(',')}]`, limits)).toThrow(JsonTooManyValuesError);
+    expect(() => checkJsonShape(`[${Array(20).fill('{}').join(',')}]`, limits)).toThrow(JsonTooManyValuesError);
+  });
+
+  it('ignores brackets and commas inside strings, escaped quotes included', () => {
+    expect(() => checkJsonShape(JSON.stringify({ a: '[[[[[[,,,,,,,,,,,,,,,,,,,,,,,,]]]]]]' }), limits)).not.toThrow();
+    expect(() => checkJsonShape(JSON.stringify({ a: 'say \\"[[[[[[\\"' }), limits)).not.toThrow();
+    expect(parseJsonBody(JSON.stringify({ a: 'q"[[[[[[[[' }), limits)).toEqual({ a: 'q"[[[[[[[[' });
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])('refuses a %s key at any depth, as an unknown field', (key) => {
+    const attempt = () => parseJsonBody(`{"a":[{"${key}":{"x":1}}]}`, limits);
+    expect(attempt).toThrow(ForbiddenPropertyError);
+    expect(attempt).toThrow(`property ${key} should not exist`);
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+
+  it('refuses malformed and empty text', () => {
+    expect(() => parseJsonBody('{"a":', limits)).toThrow(MalformedJsonError);
+    expect(() => parseJsonBody('  ', limits)).toThrow('empty');
+  });
+});

@@ -1,0 +1,114 @@
+import { DomainError } from '../common/domain-error.js';
+
+export interface JsonLimits {
+  maxDepth: number;
+  maxValues: number;
+}
+
+export class JsonTooDeepError extends DomainError {
+  readonly code = 'json_too_deep';
+  constructor(maxDepth: number) {
+    super(`The JSON body nests deeper than ${maxDepth} levels.`);
+  }
+}
+
+export class JsonTooManyValuesError extends DomainError {
+  readonly code = 'json_too_many_values';
+  constructor(maxValues: number) {
+    super(`The JSON body holds more than ${maxValues} values.`);
+  }
+}
+
+export class MalformedJsonError extends DomainError {
+  readonly code = 'malformed_json';
+  constructor(detail = 'The body is not valid JSON.') {
+    super(detail);
+  }
+}
+
+/** Unknown fields are refused (400), and these are unknown everywhere. */
+export class ForbiddenPropertyError extends DomainError {
+  readonly code = 'validation_failed';
+  constructor(property: string) {
+    super(`property ${property} should not exist`);
+    this.extensions = { errors: [this.message] };
+  }
+}
+
+/*
+ * class-transformer drops these keys silently (so the unknown-field rule never
+ * sees them), and `__proto__` is how prototype pollution starts: no body of
+ * ours ever needs them.
+ */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_ARRAY = 0x5d;
+const CLOSE_OBJECT = 0x7d;
+const COMMA = 0x2c;
+
+/**
+ * One pass over the raw text, before JSON.parse: nesting depth and values.
+ * What runs after parsing (class-transformer, class-validator) recurses and
+ * pays per value, so a deep or crowded body must be refused before it; this
+ * scan costs about 0.2 ms for 100 kB whatever the shape. Values are counted
+ * as containers + commas, an upper bound of "array items + object members".
+ * Malformed text is left to JSON.parse.
+ */
+export function checkJsonShape(text: string, limits: JsonLimits): void {
+  let depth = 0;
+  let values = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (inString) {
+      if (char === BACKSLASH) i++;
+      else if (char === QUOTE) inString = false;
+      continue;
+    }
+    if (char === QUOTE) {
+      inString = true;
+    } else if (char === OPEN_ARRAY || char === OPEN_OBJECT) {
+      if (++depth > limits.maxDepth) throw new JsonTooDeepError(limits.maxDepth);
+      if (++values > limits.maxValues) throw new JsonTooManyValuesError(limits.maxValues);
+    } else if (char === CLOSE_ARRAY || char === CLOSE_OBJECT) {
+      depth--;
+    } else if (char === COMMA) {
+      if (++values > limits.maxValues) throw new JsonTooManyValuesError(limits.maxValues);
+    }
+  }
+}
+
+/** Walks the parsed document (already bounded by checkJsonShape) without recursion. */
+export function checkForbiddenKeys(document: unknown): void {
+  const pending: unknown[] = [document];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) {
+      pending.push(...value);
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      if (FORBIDDEN_KEYS.has(key)) throw new ForbiddenPropertyError(key);
+      pending.push((value as Record<string, unknown>)[key]);
+    }
+  }
+}
+
+/** The application/json body parser: shape first, then JSON.parse, then the forbidden keys. */
+export function parseJsonBody(text: string, limits: JsonLimits): unknown {
+  if (text.trim() === '') throw new MalformedJsonError('The body is empty but Content-Type is application/json.');
+  checkJsonShape(text, limits);
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new MalformedJsonError();
+  }
+  checkForbiddenKeys(document);
+  return document;
+}
