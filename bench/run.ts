@@ -573,6 +573,7 @@ async function main(): Promise<number> {
     const file = join(dir, resultsFileName(startedAt));
     writeFileSync(file, serializeResults(results));
     console.log(`Results written to ${file}`);
+    if (backend.proxyStats) console.log(`Serializing proxy: ${JSON.stringify(backend.proxyStats)}`);
     if (settings.profile) await reportProfiles([service, layerOff], profileDir);
     return runPassed(results) ? 0 : 1;
   } finally {

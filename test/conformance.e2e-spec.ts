@@ -29,19 +29,17 @@ const GLOBEX_SECRET = 'globex-secret-0123456789';
 const CLI_JS = fileURLToPath(new URL('../dist/conformance/cli.js', import.meta.url));
 
 /**
- * The service's honest state today. Each is reported XFAIL with its evidence;
- * the day one passes, the kit turns it into a FAIL and this list must shrink.
+ * The service's honest state today: none. A row listed here is reported
+ * XFAIL with its evidence, and the day it passes the kit turns it into a
+ * FAIL, so the list cannot outlive a fix (conformance/*.spec.ts test that).
  */
-const KNOWN_FAILURES: Partial<Record<RowId, string>> = {
-  'quoted-key': 'issue 18: the sf-string form is not parsed yet',
-  'key-sent-twice': 'Node joins repeated fields with ", ": two keys arrive as one valid key',
-};
+const KNOWN_FAILURES: Partial<Record<RowId, string>> = {};
 
 const EXPECTED: Record<RowId, string> = {
   'missing-key': 'PASS',
   'malformed-key': 'PASS',
-  'key-sent-twice': 'XFAIL',
-  'quoted-key': 'XFAIL',
+  'key-sent-twice': 'PASS',
+  'quoted-key': 'PASS',
   'first-use': 'PASS',
   replay: 'PASS',
   'reordered-json': 'PASS',
@@ -55,7 +53,6 @@ const EXPECTED: Record<RowId, string> = {
 };
 
 const statuses = (report: Report) => Object.fromEntries(report.rows.map((row) => [row.id, row.status]));
-const reasonOf = (report: Report, id: RowId) => report.rows.find((row) => row.id === id)?.reason ?? '';
 
 describe('the conformance kit', () => {
   let mongo: MongoClient;
@@ -90,17 +87,15 @@ describe('the conformance kit', () => {
       report = await kit(service.baseUrl, { junitPath: join(dir, 'junit.xml'), jsonPath: join(dir, 'report.json') });
     });
 
-    it('passes every row; the two known failures are reported as such', () => {
+    it('passes every row', () => {
       expect(statuses(report)).toEqual(EXPECTED);
       expect(report.conformant).toBe(true);
-      expect(reasonOf(report, 'quoted-key')).toContain('the quoted and the bare form are two different keys');
-      expect(reasonOf(report, 'key-sent-twice')).toContain('accepted as one key');
-      expect(report.requests).toBeLessThanOrEqual(60);
+        expect(report.requests).toBeLessThanOrEqual(60);
     });
 
     it('writes the JSON and JUnit reports', () => {
       expect(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))).toEqual(report);
-      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="14" failures="0" errors="0" skipped="2"');
+      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="14" failures="0" errors="0" skipped="0"');
     });
 
     it('leaves one order per key behind it, as the database shows', async () => {
@@ -113,15 +108,15 @@ describe('the conformance kit', () => {
       const [outage] = await ordersOf(report, 'outage');
       expect(outage.state).not.toBe('saved');
       expect(await dbs.simulatorDb.collection('charges').countDocuments({ _id: `charge:${outage._id}` as never, status: 'succeeded' })).toBe(0);
-      // The honest state of the quoted row: "k" and k made two orders.
-      expect((await ordersOf(report, 'quoted')).map((order) => order.state)).toEqual(['saved', 'saved']);
+      // "k" and k are one key: one order.
+      expect((await ordersOf(report, 'quoted')).map((order) => order.state)).toEqual(['saved']);
       expect(await findViolations(dbs)).toEqual([]);
     });
   });
 
   describe('against a copy with one rule broken, FAILs that rule\'s rows and only those', () => {
     it.each<[string, () => BrokenRule, RowId[]]>([
-      ['the replay sent without Idempotent-Replayed', stripReplayedHeader, ['replay', 'reordered-json', 'concurrent-duplicates', 'lost-response']],
+      ['the replay sent without Idempotent-Replayed', stripReplayedHeader, ['replay', 'reordered-json', 'quoted-key', 'concurrent-duplicates', 'lost-response']],
       ['a 503 stored and replayed', storeServerErrors, ['provider-outage']],
       ['keys not scoped per tenant', () => ignoreTenant(GLOBEX_SECRET, ACME_SECRET), ['second-tenant']],
     ])('%s', async (_, rule, failing) => {
@@ -152,9 +147,9 @@ describe('the conformance kit', () => {
     it('exits 0 when no row fails, and prints every row and the summary', async () => {
       const run = await cli(['--base-url', service.baseUrl, '--token-b', GLOBEX_SECRET, ...knownFailures]);
       expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(run.stdout).toMatch(/^XFAIL quoted-key {13}/m);
+      expect(run.stdout).toMatch(/^PASS {2}quoted-key {13}/m);
       expect(run.stdout).toMatch(/^PASS {2}lost-response {10}/m);
-      expect(run.stdout).toContain('14 rows: 12 PASS, 0 FAIL, 0 SKIP, 2 XFAIL (known) - no FAIL');
+      expect(run.stdout).toContain('14 rows: 14 PASS, 0 FAIL, 0 SKIP, 0 XFAIL (known) - no FAIL');
     });
 
     it('exits 1 when a row fails, 2 on a usage error', async () => {

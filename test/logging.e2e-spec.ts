@@ -8,6 +8,22 @@ import { ACME_SECRET, httpRequest, killAllServices, orderBody, pollUntil, postOr
 describe('request logs', () => {
   afterAll(async () => killAllServices());
 
+  it('LOG_FORMAT=pretty: readable lines for a person, the same fields, still no secrets', async () => {
+    const service = await startService({ dbName: scenarioDbName('logs-pretty'), label: 'logs-pretty', env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } });
+    const key = 'pretty-private-key-4242';
+    expect((await postOrder(service.baseUrl, key)).status).toBe(201);
+    const keyHash = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    const line = await pollUntil(
+      async () => service.stdout().split('\n').find((text) => text.includes(keyHash)),
+      5_000,
+      () => service.describe(),
+    );
+    expect(line).not.toMatch(/^\{/);
+    expect(line).toMatch(/INFO.*request completed/);
+    expect(line).toContain('orders.create');
+    expect(service.stdout()).not.toContain(key);
+  });
+
   it('logs one structured line per request, with the key hashed and no secrets', async () => {
     const service = await startService({ dbName: scenarioDbName('logs'), label: 'logs', env: { LOG_LEVEL: 'info' } });
     const key = 'very-private-key-4242';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigurationError, loadConfiguration } from './configuration.js';
+import { ConfigurationError, loadConfiguration, logFormat } from './configuration.js';
 
 const key = Buffer.alloc(32, 7).toString('base64');
 
@@ -87,5 +87,19 @@ describe('loadConfiguration', () => {
   it('needs FAULT_INJECTION for FAULT_CRASH_AT', () => {
     expect(problemsOf({ FAULT_CRASH_AT: 'after-claim' })).toEqual([expect.stringMatching(/^FAULT_CRASH_AT: /)]);
     expect(problemsOf({ FAULT_CRASH_AT: 'nowhere', FAULT_INJECTION: 'true' })).toEqual([expect.stringMatching(/^FAULT_CRASH_AT: /)]);
+  });
+});
+
+describe('logFormat', () => {
+  it('is pretty for a person at a terminal outside production, JSON for pipes, files and production', () => {
+    expect(logFormat('auto', false, true)).toBe('pretty');
+    expect(logFormat('auto', false, false)).toBe('json');
+    expect(logFormat('auto', true, true)).toBe('json');
+  });
+
+  it('does what LOG_FORMAT says when it says it, and refuses anything else', () => {
+    expect(logFormat('pretty', true, false)).toBe('pretty');
+    expect(logFormat('json', false, true)).toBe('json');
+    expect(problemsOf({ LOG_FORMAT: 'xml' }).join('\n')).toMatch(/LOG_FORMAT/);
   });
 });

@@ -30,6 +30,9 @@ class EnvironmentVariables {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL: string = 'info';
 
+  @IsIn(['auto', 'json', 'pretty'])
+  LOG_FORMAT: string = 'auto';
+
   @IsInt() @Min(1024) @Max(10 * 1024 * 1024)
   HTTP_BODY_LIMIT_BYTES: number = 102400;
 
@@ -152,6 +155,12 @@ export class ConfigurationError extends Error {
   }
 }
 
+/** `auto`: pretty for a person at a terminal in development, JSON everywhere else (files, pipes, production). */
+export function logFormat(setting: string, production: boolean, stdoutIsTty: boolean): 'json' | 'pretty' {
+  if (setting === 'json' || setting === 'pretty') return setting;
+  return stdoutIsTty && !production ? 'pretty' : 'json';
+}
+
 export type FaultPoint = 'after-claim' | 'after-charge' | 'after-charged' | 'before-response';
 
 export interface AppSettings {
@@ -159,6 +168,8 @@ export interface AppSettings {
   port: number;
   host: string;
   logLevel: string;
+  /** JSON lines for machines; coloured lines for a person at a terminal (auto: pretty on a TTY, never in production). */
+  logFormat: 'json' | 'pretty';
   /** Refused (4xx) requests logged per second at most; the rest are counted, not written. */
   logRefusedPerSecond: number;
   shutdownGraceMs: number;
@@ -292,6 +303,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       port: env.PORT,
       host: env.HOST,
       logLevel: env.LOG_LEVEL,
+      logFormat: logFormat(env.LOG_FORMAT, production, process.stdout.isTTY === true),
       logRefusedPerSecond: env.LOG_REFUSED_REQUESTS_PER_SECOND,
       shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
       serviceName: env.SERVICE_NAME,

@@ -1,11 +1,20 @@
 import { Controller, Get, Inject, VERSION_NEUTRAL } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import type { Connection } from 'mongoose';
 import { Public } from '../auth/public.decorator.js';
+import { ApiProblemResponse } from '../common/api-problem.decorator.js';
 import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
 import { DatabaseBootstrap } from '../database/database.bootstrap.js';
+import { LivenessResponse, ReadinessResponse } from './dto/health.response.js';
+
+/*
+ * Terminus documents its checks itself only where it can require() the
+ * ESM-only @nestjs/swagger (Node 22.12+, not 20), and describes a 503 body
+ * our problem filter never sends; so it is off and the answers are ours.
+ */
+const HEALTH_CHECK = { noCache: true, swaggerDocumentation: false };
 
 @ApiTags('health')
 @Public()
@@ -21,14 +30,17 @@ export class HealthController {
 
   /** The process is up and serving; says nothing about dependencies (restart only if this fails). */
   @Get('live')
-  @HealthCheck()
+  @HealthCheck(HEALTH_CHECK)
+  @ApiOkResponse({ type: LivenessResponse, description: 'The process is up' })
   live() {
     return this.health.check([async () => this.indicator.check('process').up({ uptimeSeconds: Math.round(process.uptime()) })]);
   }
 
   /** Ready for traffic: MongoDB reachable with a writable primary, and every index built. */
   @Get('ready')
-  @HealthCheck()
+  @HealthCheck(HEALTH_CHECK)
+  @ApiOkResponse({ type: ReadinessResponse, description: 'Ready for traffic' })
+  @ApiProblemResponse(503, '`not_ready`: `details` says which check is down')
   ready() {
     return this.health.check([() => this.mongoPrimary(), async () => this.indexes()]);
   }

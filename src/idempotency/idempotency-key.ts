@@ -1,14 +1,36 @@
 import type { IncomingMessage } from 'node:http';
+import { parseItem } from 'structured-headers';
 import { IdempotencyKeyInvalidError, IdempotencyKeyMissingError } from './idempotency.errors.js';
 
 /** 1-255 printable ASCII characters (space through tilde), as most providers accept. */
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 
-/** Validates the raw header; a repeated header (array) is refused rather than guessed at. */
+/**
+ * Validates the raw header and returns the key. Two syntaxes name one key:
+ * the bare value (`abc`), and the IETF draft's Structured Field String
+ * (`"abc"`, RFC 8941, with `\"` and `\\` escapes), so a client library that
+ * quotes and one that does not share a key. A repeated header (array) is
+ * refused rather than guessed at.
+ */
 export function parseIdempotencyKey(header: string | string[] | undefined): string {
   if (header === undefined || header === '') throw new IdempotencyKeyMissingError();
-  if (Array.isArray(header) || !KEY_PATTERN.test(header)) throw new IdempotencyKeyInvalidError();
-  return header;
+  if (Array.isArray(header)) throw new IdempotencyKeyInvalidError();
+  const key = header.startsWith('"') ? sfString(header) : header;
+  if (!KEY_PATTERN.test(key)) throw new IdempotencyKeyInvalidError();
+  return key;
+}
+
+/** A value that opens with a quote must be exactly one sf-string (no parameters); anything else is malformed. */
+function sfString(header: string): string {
+  let item: ReturnType<typeof parseItem>;
+  try {
+    item = parseItem(header);
+  } catch {
+    throw new IdempotencyKeyInvalidError();
+  }
+  const [value, parameters] = item;
+  if (typeof value !== 'string' || parameters.size > 0) throw new IdempotencyKeyInvalidError();
+  return value;
 }
 
 /**

@@ -1,21 +1,24 @@
 import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Tenant } from '../auth/tenant.js';
+import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
 import { IdempotencyKey } from '../idempotency/idempotency-key.decorator.js';
 import type { IdempotencyKeyContext } from '../idempotency/idempotency-key.interceptor.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { sendIdempotentResult } from '../idempotency/idempotent-reply.js';
 import { CreateOrderDto } from './dto/create-order.dto.js';
 import { ListOrdersQuery } from './dto/list-orders.query.js';
+import { OrderLedgerResponse } from './dto/order-ledger.response.js';
+import { OrderPageResponse, OrderResponse } from './dto/order.response.js';
 import { encodeCursor, ledgerView, orderView } from './order.view.js';
 import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 
-const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
-
 @ApiTags('orders')
 @ApiBearerAuth()
-@ApiResponse({ status: 401, description: '`unauthorized`: missing or unknown API key', content: PROBLEM })
+@ApiProblemResponse(401, '`unauthorized`: missing or unknown API key')
+@ApiProblemResponse(429, '`rate_limited`: too many requests for your tenant; see Retry-After', RETRY_AFTER_HEADER)
+@ApiProblemResponse(503, '`store_unavailable`: retry after Retry-After', RETRY_AFTER_HEADER)
 @Controller({ path: 'orders', version: '1' })
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
@@ -24,6 +27,7 @@ export class OrdersController {
   @Idempotent({ operation: CREATE_ORDER_OPERATION })
   @ApiOperation({ summary: 'Create and pay an order, exactly once per Idempotency-Key' })
   @ApiCreatedResponse({
+    type: OrderResponse,
     description: 'The saved order. A retry with the same key and body gets these exact bytes again, with `Idempotent-Replayed: true`.',
     headers: {
       Location: { description: '/v1/orders/{id}', schema: { type: 'string' } },
@@ -31,13 +35,18 @@ export class OrdersController {
       'Idempotency-Expires': { description: 'When the key stops being remembered (HTTP date)', schema: { type: 'string' } },
     },
   })
-  @ApiResponse({ status: 402, description: '`card_declined`: stored and replayed like a success', content: PROBLEM })
-  @ApiResponse({ status: 429, description: '`rate_limited`: too many requests on this key or tenant; see Retry-After', content: PROBLEM })
-  @ApiResponse({
-    status: 503,
-    description: '`payment_provider_unavailable` or `store_unavailable`: nothing stored; retry with the same key after Retry-After',
-    content: PROBLEM,
-  })
+  @ApiProblemResponse(400, '`malformed_json`: the body is not JSON')
+  @ApiProblemResponse(402, '`card_declined`: stored and replayed like a success (the problem carries `orderId`)')
+  @ApiProblemResponse(410, "`response_erased`: a replay of a key whose stored response was erased at the customer's request; the operation is not repeated")
+  @ApiProblemResponse(413, '`payload_too_large`: the body is over HTTP_BODY_LIMIT_BYTES')
+  @ApiProblemResponse(415, '`unsupported_media_type`: send the body as application/json')
+  @ApiProblemResponse(422, '`amount_out_of_range`: the total is not between 1 and 10^12 minor units')
+  @ApiProblemResponse(429, '`rate_limited`: too many requests on this key or tenant; see Retry-After', RETRY_AFTER_HEADER)
+  @ApiProblemResponse(
+    503,
+    '`payment_provider_unavailable` or `store_unavailable`: nothing stored; retry with the same key after Retry-After',
+    RETRY_AFTER_HEADER,
+  )
   async create(
     @Tenant() tenant: string,
     @IdempotencyKey() key: IdempotencyKeyContext,
@@ -49,6 +58,8 @@ export class OrdersController {
 
   @Get()
   @ApiOperation({ summary: "The caller's orders, newest first" })
+  @ApiOkResponse({ type: OrderPageResponse, description: 'One page of orders' })
+  @ApiProblemResponse(400, '`invalid_cursor`, or `validation_failed` (a `limit` out of range, an unknown parameter)')
   async list(@Tenant() tenant: string, @Query() query: ListOrdersQuery) {
     const page = await this.orders.list(tenant, query.limit ?? 20, query.cursor);
     return { data: page.orders.map(orderView), nextCursor: page.next ? encodeCursor(page.next) : null };
@@ -56,13 +67,16 @@ export class OrdersController {
 
   @Get(':id')
   @ApiOperation({ summary: 'One order of the caller (404 for any other)' })
-  @ApiResponse({ status: 404, description: '`order_not_found`', content: PROBLEM })
+  @ApiOkResponse({ type: OrderResponse, description: 'The order, in whatever state it is now' })
+  @ApiProblemResponse(404, '`order_not_found`')
   async get(@Tenant() tenant: string, @Param('id') id: string) {
     return orderView(await this.orders.get(tenant, id));
   }
 
   @Get(':id/ledger')
   @ApiOperation({ summary: "The order's ledger entries" })
+  @ApiOkResponse({ type: OrderLedgerResponse, description: "The order's journal lines" })
+  @ApiProblemResponse(404, '`order_not_found`')
   async ledger(@Tenant() tenant: string, @Param('id') id: string) {
     return ledgerView(await this.orders.ledgerFor(tenant, id));
   }

@@ -99,7 +99,10 @@ function readRequest(incoming: http.IncomingMessage): Promise<ProxiedRequest> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-    incoming.on('end', () => resolve({ method: incoming.method ?? 'GET', url: incoming.url ?? '/', headers: incoming.headers, body: Buffer.concat(chunks) }));
+    // A repeated Idempotency-Key stays two fields (Node would join them): the service must see what the client sent.
+    const keys = incoming.headersDistinct['idempotency-key'];
+    const headers = keys ? { ...incoming.headers, 'idempotency-key': keys } : incoming.headers;
+    incoming.on('end', () => resolve({ method: incoming.method ?? 'GET', url: incoming.url ?? '/', headers, body: Buffer.concat(chunks) }));
     incoming.on('error', reject);
   });
 }

@@ -1,0 +1,74 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+/*
+ * The documented shape of terminus's 200 answer for our two checks. A check
+ * that is down never answers 200: terminus throws and the problem filter
+ * answers 503 `not_ready` (problem+json with `details`), so here every
+ * indicator is `up` and `error` is always empty.
+ */
+
+const UP = { enum: ['up'], example: 'up' };
+const EMPTY = { type: 'object', properties: {}, maxProperties: 0, selfRequired: true, description: 'Always empty in a 200' } as const;
+
+export class ProcessIndicator {
+  @ApiProperty(UP)
+  status: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0, example: 42 })
+  uptimeSeconds: number;
+}
+
+export class LivenessIndicators {
+  @ApiProperty({ type: ProcessIndicator })
+  process: ProcessIndicator;
+}
+
+export class LivenessResponse {
+  @ApiProperty({ enum: ['ok'], example: 'ok' })
+  status: string;
+
+  @ApiProperty({ type: LivenessIndicators })
+  info: LivenessIndicators;
+
+  @ApiProperty(EMPTY)
+  error: Record<string, never>;
+
+  @ApiProperty({ type: LivenessIndicators, description: 'The same indicators as `info` and `error` together' })
+  details: LivenessIndicators;
+}
+
+export class MongoIndicator {
+  @ApiProperty(UP)
+  status: string;
+
+  // Absent when MongoDB is not a replica set member (hello has no setName).
+  @ApiProperty({ required: false, example: 'rs0' })
+  replicaSet?: string;
+}
+
+export class IndexesIndicator {
+  @ApiProperty(UP)
+  status: string;
+}
+
+export class ReadinessIndicators {
+  @ApiProperty({ type: MongoIndicator, description: 'Reachable, with a writable primary' })
+  mongodb: MongoIndicator;
+
+  @ApiProperty({ type: IndexesIndicator, description: 'Every declared index built' })
+  indexes: IndexesIndicator;
+}
+
+export class ReadinessResponse {
+  @ApiProperty({ enum: ['ok'], example: 'ok' })
+  status: string;
+
+  @ApiProperty({ type: ReadinessIndicators })
+  info: ReadinessIndicators;
+
+  @ApiProperty(EMPTY)
+  error: Record<string, never>;
+
+  @ApiProperty({ type: ReadinessIndicators, description: 'The same indicators as `info` and `error` together' })
+  details: ReadinessIndicators;
+}

@@ -1,0 +1,63 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { ORDER_STATES } from '../order-state.js';
+import { FAILURE } from '../order-workflow.js';
+
+/*
+ * The documented shape of orderView() (order.view.ts). These classes only
+ * describe: nothing instantiates them. test/openapi.e2e-spec.ts validates
+ * real bodies against them with unknown fields refused, so a field added to
+ * the view without a line here fails that test.
+ */
+
+export class OrderItemResponse {
+  @ApiProperty({ example: 'sku_1' })
+  sku: string;
+
+  @ApiProperty({ type: 'integer', example: 2, minimum: 1 })
+  quantity: number;
+
+  @ApiProperty({ type: 'integer', example: 1250, minimum: 0, description: 'Unit price in minor units (cents)' })
+  unitPriceMinor: number;
+}
+
+export class OrderResponse {
+  @ApiProperty({ example: 'ord_65f1c2a9b7e4d3f2a1b0c9d8', pattern: '^ord_[0-9a-f]{24}$' })
+  id: string;
+
+  @ApiProperty({
+    enum: ORDER_STATES,
+    example: 'saved',
+    description: 'Always `saved` in a 201. `pending` and `charged` are seen only while an attempt is in progress; `failed` is final.',
+  })
+  state: string;
+
+  @ApiProperty({ example: 'cus_123', description: 'After an erasure of this customer, a pseudonym (`erased_...`)' })
+  customerId: string;
+
+  @ApiProperty({ example: 'USD', pattern: '^[A-Z]{3}$', description: 'ISO 4217 currency code' })
+  currency: string;
+
+  @ApiProperty({ type: 'integer', example: 2500, minimum: 1, description: 'Total in minor units, computed by the server from the items' })
+  amountMinor: number;
+
+  @ApiProperty({ type: [OrderItemResponse] })
+  items: OrderItemResponse[];
+
+  @ApiProperty({ type: 'string', nullable: true, example: 'pay_0f2a9c4b7d1e4e8a9b3c5d6e7f8a9b0c', description: 'Set once the provider has charged' })
+  paymentId: string | null;
+
+  // null is listed in the enum too: OpenAPI 3.0.3 says `nullable` does not widen an `enum`.
+  @ApiProperty({ enum: [...Object.values(FAILURE), null], nullable: true, example: null, description: 'Why a `failed` order failed; null otherwise' })
+  failureReason: string | null;
+
+  @ApiProperty({ type: 'string', format: 'date-time' })
+  createdAt: string;
+}
+
+export class OrderPageResponse {
+  @ApiProperty({ type: [OrderResponse], description: 'Newest first' })
+  data: OrderResponse[];
+
+  @ApiProperty({ type: 'string', nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
+  nextCursor: string | null;
+}
