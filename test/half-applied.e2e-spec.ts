@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { OpenAPIV3 } from 'openapi-types';
 import { FaultInjector } from '../src/common/fault-injector.js';
 import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
 import { paidOrderJournal } from '../src/ledger/journal.js';
@@ -7,6 +8,7 @@ import { orderView } from '../src/orders/order.view.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway, ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
+import { responseCheck } from './support/openapi-check.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 type Doc = { _id: string } & Record<string, unknown>;
@@ -131,6 +133,8 @@ describe('half-applied state: adopt what is exactly ours, surface the rest', () 
     await post('k-conflict').expect(500);
     expect(await metric('idempotency_state_conflicts_total{operation="orders.create",what="payment"}')).toBe(1);
     const view = await t.http().get('/v1/idempotency-keys/k-conflict').set(auth()).expect(200);
+    const documented = await responseCheck((await t.http().get('/docs/json').expect(200)).body as OpenAPIV3.Document);
+    expect(documented.errors('GET', '/v1/idempotency-keys/{key}', 200, 'application/json', view.body)).toEqual([]);
     expect(view.body.records[0]).toMatchObject({
       status: 'pending',
       conflict: { what: 'payment', detail: expect.stringMatching(/differs in amountMinor/), at: expect.any(String) },
