@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { betterSample, MAX_SAMPLE_ROUND_TRIP_MS, sampleOf, serverTimeAt } from './server-clock.js';
+import { EventEmitter } from 'node:events';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { betterSample, MAX_SAMPLE_ROUND_TRIP_MS, sampleOf, ServerClock, serverTimeAt } from './server-clock.js';
 
 describe('server clock arithmetic', () => {
   const server = new Date('2026-06-01T12:00:00.000Z');
@@ -21,5 +23,38 @@ describe('server clock arithmetic', () => {
     expect(betterSample(null, slow)).toBe(slow);
     const fresh = sampleOf(new Date(server.getTime() + 5_000), 5_000, 5_020);
     expect(betterSample(good, fresh)).toBe(fresh);
+  });
+});
+
+describe('ServerClock', () => {
+  const boot = new Date('2026-06-01T12:00:00.000Z');
+
+  async function clockOn(hello: Record<string, unknown>) {
+    const client = new EventEmitter();
+    const connection = { db: { admin: () => ({ command: async () => hello }) }, getClient: () => client };
+    const clock = new ServerClock(connection as never, new MetricsService());
+    await clock.onApplicationBootstrap();
+    return { clock, client };
+  }
+
+  it('reads the primary at boot, then follows the heartbeats of the primary only', async () => {
+    const { clock, client } = await clockOn({ isWritablePrimary: true, localTime: boot });
+    expect(Math.abs(clock.now().getTime() - boot.getTime())).toBeLessThan(1_000);
+
+    const later = new Date(boot.getTime() + 3_600_000);
+    client.emit('serverHeartbeatSucceeded', { awaited: false, duration: 4, reply: { isWritablePrimary: false, secondary: true, localTime: later } });
+    expect(Math.abs(clock.now().getTime() - boot.getTime())).toBeLessThan(1_000);
+    client.emit('serverHeartbeatSucceeded', { awaited: true, duration: 9_000, reply: { isWritablePrimary: true, localTime: later } });
+    expect(Math.abs(clock.now().getTime() - boot.getTime())).toBeLessThan(1_000);
+    client.emit('serverHeartbeatSucceeded', { awaited: false, duration: 4, reply: { isWritablePrimary: true, localTime: later } });
+    expect(Math.abs(clock.now().getTime() - later.getTime())).toBeLessThan(1_000);
+    clock.onApplicationShutdown();
+    expect(client.listenerCount('serverHeartbeatSucceeded')).toBe(0);
+  });
+
+  it('falls back to this host\'s clock when the server reports none', async () => {
+    const { clock } = await clockOn({ isWritablePrimary: true });
+    expect(Math.abs(clock.now().getTime() - Date.now())).toBeLessThan(1_000);
+    clock.onApplicationShutdown();
   });
 });

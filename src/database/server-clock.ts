@@ -1,12 +1,11 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
+import type { Document, ServerHeartbeatSucceededEvent } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { performance } from 'node:perf_hooks';
 import { Clock } from '../common/clock.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 
-/** How often the server's clock is read again. */
-export const SERVER_CLOCK_SYNC_MS = 10_000;
 /** A reading whose round trip took longer says too little (error up to half of it); the previous one is kept. */
 export const MAX_SAMPLE_ROUND_TRIP_MS = 1_000;
 
@@ -33,14 +32,19 @@ export function betterSample(current: ClockSample | null, next: ClockSample): Cl
   return current && next.roundTripMs > MAX_SAMPLE_ROUND_TRIP_MS ? current : next;
 }
 
+const isPrimary = (hello: Document): boolean => hello.isWritablePrimary === true || hello.ismaster === true;
+const clockOf = (hello: Document): Date | null => (hello.localTime instanceof Date ? hello.localTime : null);
+
 /**
  * "Now" for everything other instances compare with ours - leases, their
  * takeover, the reaper's scan, key expiry, outbox availability - read from
  * the MongoDB primary's clock (hello.localTime), so every instance judges by
  * one clock and an instance whose own clock is off by minutes neither reaps
- * live work nor stores records already expired. Between readings (every
- * SERVER_CLOCK_SYNC_MS) it advances by the monotonic clock; the error is half
- * a round trip plus the monotonic drift over those seconds - milliseconds,
+ * live work nor stores records already expired. Read once at boot, then from
+ * every heartbeat the driver's monitor already sends to the primary (every
+ * heartbeatFrequencyMS, 10 s): no extra command and no pooled connection.
+ * Between readings it advances by the monotonic clock; the error is half a
+ * round trip plus the monotonic drift over those seconds - milliseconds,
  * against a 30 s lease. A server that reports no clock (only test emulators
  * do) leaves this host's clock in charge, with a warning: skew between
  * instances is then not tolerated (docs/runbooks/clock-skew.md).
@@ -49,7 +53,6 @@ export function betterSample(current: ClockSample | null, next: ClockSample): Cl
 export class ServerClock extends Clock implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ServerClock.name);
   private sample: ClockSample | null = null;
-  private timer: NodeJS.Timeout | null = null;
   private warned = false;
 
   constructor(
@@ -63,25 +66,29 @@ export class ServerClock extends Clock implements OnApplicationBootstrap, OnAppl
     return this.sample ? new Date(serverTimeAt(this.sample, performance.now())) : new Date();
   }
 
-  /** Reads the server's clock before anything serves or schedules, then keeps reading it. */
+  /** Reads the server's clock before anything serves or schedules, then follows the heartbeats. */
   async onApplicationBootstrap(): Promise<void> {
-    await this.sync();
-    // A failed reading keeps the last one: the monotonic clock carries it until the store answers again.
-    const resync = () => this.sync().catch((error: Error) => this.logger.warn(`Server clock read failed: ${error.message}`));
-    this.timer = setInterval(() => void resync(), SERVER_CLOCK_SYNC_MS);
-    this.timer.unref();
+    const sentAt = performance.now();
+    const hello = await this.connection.db!.admin().command({ hello: 1 });
+    this.take(clockOf(hello), sentAt, performance.now());
+    this.connection.getClient().on('serverHeartbeatSucceeded', this.onHeartbeat);
   }
 
   onApplicationShutdown(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.connection.getClient().off('serverHeartbeatSucceeded', this.onHeartbeat);
   }
 
-  async sync(): Promise<void> {
-    const sentAt = performance.now();
-    const hello = await this.connection.db!.admin().command({ hello: 1 });
+  private readonly onHeartbeat = (event: ServerHeartbeatSucceededEvent): void => {
+    // Only the primary's clock counts; an awaited (streaming) heartbeat's duration includes the
+    // server's wait, so it says nothing about the round trip.
+    if (event.awaited || !isPrimary(event.reply)) return;
     const receivedAt = performance.now();
-    if (!(hello.localTime instanceof Date)) return this.warnNoServerClock();
-    this.sample = betterSample(this.sample, sampleOf(hello.localTime, sentAt, receivedAt));
+    this.take(clockOf(event.reply), receivedAt - event.duration, receivedAt);
+  };
+
+  private take(serverTime: Date | null, sentAt: number, receivedAt: number): void {
+    if (!serverTime) return this.warnNoServerClock();
+    this.sample = betterSample(this.sample, sampleOf(serverTime, sentAt, receivedAt));
     this.metrics.serverClockOffset.set((serverTimeAt(this.sample, performance.now()) - Date.now()) / 1000);
   }
 
