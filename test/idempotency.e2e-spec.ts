@@ -111,7 +111,7 @@ describe('Idempotency-Key contract on POST /v1/orders', () => {
     expect(b.headers['idempotent-replayed']).toBeUndefined();
     expect(a.body.id).not.toBe(b.body.id);
     const ids = (await t.db.collection('idempotency_records').find({}).toArray()).map((r) => r._id).sort();
-    expect(ids).toEqual(['acme:orders-service:orders.create:v1:k-shared', 'globex:orders-service:orders.create:v1:k-shared']);
+    expect(ids).toEqual(['acme:orders-service:orders.create:key:k-shared', 'globex:orders-service:orders.create:key:k-shared']);
     // Within one tenant the key is still bound to its body.
     await post('k-shared', orderBody({ customerId: 'cus_9' }), 'globex').expect(422);
     await t.http().get(`/v1/orders/${a.body.id}`).set(auth('globex')).expect(404);

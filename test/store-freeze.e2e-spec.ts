@@ -22,11 +22,15 @@ import {
 
 /**
  * With the defaults: a request arriving at a frozen store waits for one
- * socket timeout or pool wait (3 s, 2 s); one already in flight can meet
- * two or three in a row (the driver retries a write once, the lease is
- * given back), measured at 5-7 s. Generous bounds: a timing test must not flake.
+ * socket timeout or pool wait (3 s, 2 s) - or both, when it took an idle
+ * pooled connection: its read times out (3 s) and the driver retries it once
+ * on a new connection (2 s pool wait), measured at 5.003-5.007 s; whether
+ * such an idle connection exists at the freeze depends on how many requests
+ * overlapped before it. One already in flight can meet two or three in a row
+ * (the driver retries a write once, the lease is given back), measured at
+ * 5-7 s. Generous bounds: a timing test must not flake.
  */
-const NEW_REQUEST_BOUND_MS = 5_000;
+const NEW_REQUEST_BOUND_MS = 6_000;
 const IN_FLIGHT_BOUND_MS = 12_000;
 /** Defaults: MONGODB_PING_TIMEOUT_MS (1 s) plus slack. */
 const READY_ANSWER_BOUND_MS = 2_500;

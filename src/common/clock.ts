@@ -1,10 +1,7 @@
-/** Injected wherever a test needs to move time (leases, expiry, reaper). */
+/**
+ * "Now" for leases, expiry and the reaper. Production binds the server's
+ * clock (database/server-clock.ts); tests may bind one they can move.
+ */
 export abstract class Clock {
   abstract now(): Date;
-}
-
-export class SystemClock extends Clock {
-  now(): Date {
-    return new Date();
-  }
 }

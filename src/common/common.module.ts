@@ -1,10 +1,10 @@
 import { Global, Module } from '@nestjs/common';
-import { Clock, SystemClock } from './clock.js';
 import { FaultInjector } from './fault-injector.js';
 
+/** The Clock is provided by DatabaseModule (ServerClock): times come from the MongoDB primary. */
 @Global()
 @Module({
-  providers: [{ provide: Clock, useClass: SystemClock }, FaultInjector],
-  exports: [Clock, FaultInjector],
+  providers: [FaultInjector],
+  exports: [FaultInjector],
 })
 export class CommonModule {}

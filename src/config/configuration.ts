@@ -120,6 +120,9 @@ class EnvironmentVariables {
   @IsInt() @Min(1) @Max(1000)
   OUTBOX_BATCH_SIZE: number = 100;
 
+  @IsInt() @Min(100) @Max(600000)
+  OUTBOX_PUBLISH_TIMEOUT_MS: number = 10000;
+
   @IsString() @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
   PAYMENT_SIMULATOR_DB_NAME: string = 'payment_simulator';
 
@@ -243,6 +246,8 @@ export interface ReaperSettings {
 export interface OutboxSettings {
   intervalMs: number;
   batchSize: number;
+  /** A publish still running after this has failed (it is retried); a claimed event is held for twice as long. */
+  publishTimeoutMs: number;
 }
 
 export interface PaymentsSettings {
@@ -344,7 +349,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       batchSize: env.REAPER_BATCH_SIZE,
       timeBudgetMs: env.REAPER_TIME_BUDGET_MS,
     },
-    outbox: { intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, batchSize: env.OUTBOX_BATCH_SIZE },
+    outbox: { intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, batchSize: env.OUTBOX_BATCH_SIZE, publishTimeoutMs: env.OUTBOX_PUBLISH_TIMEOUT_MS },
     payments: {
       simulatorDbName: env.PAYMENT_SIMULATOR_DB_NAME,
       simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,

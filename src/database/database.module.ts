@@ -1,7 +1,9 @@
 import { Global, Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
+import { Clock } from '../common/clock.js';
 import { DatabaseBootstrap } from './database.bootstrap.js';
+import { ServerClock } from './server-clock.js';
 import { TransactionRunner } from './transaction.runner.js';
 
 @Global()
@@ -36,7 +38,8 @@ import { TransactionRunner } from './transaction.runner.js';
       },
     }),
   ],
-  providers: [TransactionRunner, DatabaseBootstrap],
-  exports: [TransactionRunner, DatabaseBootstrap],
+  // Clock lives here because it reads the server's: one time for every instance.
+  providers: [TransactionRunner, DatabaseBootstrap, { provide: Clock, useClass: ServerClock }],
+  exports: [TransactionRunner, DatabaseBootstrap, Clock],
 })
 export class DatabaseModule {}

@@ -32,6 +32,18 @@ export function fingerprintRequest(method: string, route: string, body: unknown)
   return { algorithm: FINGERPRINT_ALGORITHM, value: createHash('sha256').update(canonical).digest('hex') };
 }
 
+/**
+ * What an erasure leaves in place of a record's fingerprint: the hash of a
+ * body that names the data subject is personal data too (a low-entropy body
+ * can be guessed and checked against it). Such a record matches any body:
+ * it answers with its stored (erased) response whatever is sent.
+ */
+export const ERASED_FINGERPRINT: Fingerprint = { algorithm: 'erased', value: '' };
+
+export function isErasedFingerprint(fingerprint: Fingerprint): boolean {
+  return fingerprint.algorithm === ERASED_FINGERPRINT.algorithm;
+}
+
 export function sameFingerprint(a: Fingerprint, b: Fingerprint): boolean {
   return a.algorithm === b.algorithm && a.value === b.value;
 }

@@ -16,6 +16,8 @@ export function recordView(record: IdempotencyRecord) {
     recoveryPoint: record.recoveryPoint,
     lease: record.lease ? { lockedAt: record.lease.lockedAt, expiresAt: record.lease.expiresAt } : null,
     responseStatus: record.response?.status ?? null,
+    // Why this attempt cannot finish on its own (a document it would write exists with other content).
+    conflict: record.conflict ? { what: record.conflict.what, detail: record.conflict.detail, at: record.conflict.at } : null,
     createdAt: record.createdAt,
     expiresAt: record.expiresAt,
   };

@@ -1,8 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import type { DuplicateClaimError } from './idempotency.errors.js';
 import type { IdempotentResponse, Lease, StoredResponseDoc } from './idempotency-record.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
@@ -16,6 +17,8 @@ import { StoredResponses } from './stored-responses.js';
  */
 @Injectable()
 export class IdempotencyAttempts {
+  private readonly logger = new Logger(IdempotencyAttempts.name);
+
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly responses: StoredResponses,
@@ -44,6 +47,19 @@ export class IdempotencyAttempts {
     if (this.app.benchDisableIdempotency) return;
     const sealed = response ? this.responses.seal(lease.recordId, lease.schemaVersion, response) : null;
     await this.finish(session, lease, 'failed', recoveryPoint, sealed);
+  }
+
+  /**
+   * The attempt found a document it would write already there with other
+   * content (DuplicateClaimError): it cannot finish by retrying. Counted (it
+   * pages), noted on the record for the admin API - the reaper then leaves
+   * it to a human - and the lease is given back.
+   */
+  async reportConflict(lease: Lease, operation: string, error: DuplicateClaimError): Promise<void> {
+    this.metrics.stateConflicts.inc({ operation, what: error.what });
+    this.logger.error({ msg: 'attempt stopped on a conflicting document', operation, recordId: lease.recordId, error: error.message });
+    const conflict = { what: error.what, detail: error.detail, at: this.clock.now() };
+    await this.records.noteConflict(lease, conflict).catch(() => false);
   }
 
   /**

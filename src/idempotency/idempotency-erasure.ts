@@ -4,12 +4,14 @@ import { Clock } from '../common/clock.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { StoredResponses } from './stored-responses.js';
 import { subjectDigest } from './subject.js';
+import { SubjectLockRepository } from './subject-lock.repository.js';
 
 /** The idempotency side of a data subject's erasure. */
 @Injectable()
 export class IdempotencyErasure {
   constructor(
     private readonly records: IdempotencyRecordRepository,
+    private readonly subjects: SubjectLockRepository,
     private readonly responses: StoredResponses,
     private readonly clock: Clock,
   ) {}
@@ -19,11 +21,16 @@ export class IdempotencyErasure {
    * becomes a 410 `response_erased` (the record stays final, so a retry still
    * never re-executes). Records still in flight have no response yet; they
    * keep the subject digest, so the consumer must build their final response
-   * from data the erasure already changed.
+   * from data the erasure already changed. Call it first in the erasure
+   * transaction: its first write is what makes a concurrent claim conflict.
    */
   async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
     const now = this.clock.now();
-    const finished = await this.records.findFinishedForSubject(session, tenant, subjectDigest(tenant, subject));
+    const digest = subjectDigest(tenant, subject);
+    // First: the write every claim of this subject makes too, so a claim committing after this
+    // transaction's snapshot conflicts with it instead of slipping past (SubjectLockRepository).
+    await this.subjects.touchForErasure(session, digest, now);
+    const finished = await this.records.findFinishedForSubject(session, tenant, digest);
     for (const record of finished) {
       await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
     }

@@ -4,7 +4,7 @@ import { canonicalJson, fingerprintRequest } from './fingerprint.js';
 import { parseIdempotencyKey } from './idempotency-key.js';
 import { IdempotencyKeyInvalidError, IdempotencyKeyMissingError } from './idempotency.errors.js';
 import { retryAfterSeconds } from './retry-after.js';
-import { scopeKey } from './scope-key.js';
+import { LEGACY_SCOPE_KEY, scopeKey } from './scope-key.js';
 
 describe('parseIdempotencyKey', () => {
   it('accepts 1-255 printable ASCII characters', () => {
@@ -34,25 +34,26 @@ describe('parseIdempotencyKey', () => {
 });
 
 describe('scopeKey', () => {
-  const base = { tenant: 'acme', service: 'orders-service', operation: 'orders.create', schemaVersion: 1, clientKey: 'k1' };
+  const base = { tenant: 'acme', service: 'orders-service', operation: 'orders.create', clientKey: 'k1' };
 
-  it('builds tenant:service:operation:vN:key', () => {
-    expect(scopeKey(base)).toBe('acme:orders-service:orders.create:v1:k1');
+  it('builds tenant:service:operation:key:clientKey, with no schema version in it', () => {
+    expect(scopeKey(base)).toBe('acme:orders-service:orders.create:key:k1');
   });
 
-  it('gives another tenant, operation or schema version another record', () => {
-    const keys = new Set([
-      scopeKey(base),
-      scopeKey({ ...base, tenant: 'globex' }),
-      scopeKey({ ...base, operation: 'refunds.create' }),
-      scopeKey({ ...base, schemaVersion: 2 }),
-    ]);
-    expect(keys.size).toBe(4);
+  it('gives another tenant or operation another record', () => {
+    const keys = new Set([scopeKey(base), scopeKey({ ...base, tenant: 'globex' }), scopeKey({ ...base, operation: 'refunds.create' })]);
+    expect(keys.size).toBe(3);
   });
 
   it('keeps client keys containing ":" unambiguous (the key comes last, other parts cannot contain ":")', () => {
-    expect(scopeKey({ ...base, clientKey: 'a:b' })).toBe('acme:orders-service:orders.create:v1:a:b');
+    expect(scopeKey({ ...base, clientKey: 'a:b' })).toBe('acme:orders-service:orders.create:key:a:b');
     expect(() => scopeKey({ ...base, tenant: 'ac:me' })).toThrow();
+  });
+
+  it('never builds an id of the earlier versioned format, whatever the client key', () => {
+    // Before: `...:v1:abc` was key "abc" at version 1; a client key "v1:abc" must not land on it.
+    expect(scopeKey({ ...base, clientKey: 'v1:abc' })).not.toMatch(LEGACY_SCOPE_KEY);
+    expect('acme:orders-service:orders.create:v1:abc').toMatch(LEGACY_SCOPE_KEY);
   });
 });
 

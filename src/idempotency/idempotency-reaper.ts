@@ -3,7 +3,8 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
 import { idempotencyConfig, reaperConfig, type IdempotencyConfig, type ReaperConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { LeaseLostError } from './idempotency.errors.js';
+import { IdempotencyAttempts } from './idempotency-attempts.js';
+import { DuplicateClaimError, LeaseLostError } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease } from './idempotency-record.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
@@ -46,6 +47,7 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
 
   constructor(
     private readonly records: IdempotencyRecordRepository,
+    private readonly attempts: IdempotencyAttempts,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     private readonly scheduler: SchedulerRegistry,
@@ -113,6 +115,7 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
       return decision;
     } catch (error) {
       if (error instanceof LeaseLostError) return 'lost_lease';
+      if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, record.operation, error);
       this.logger.error({ msg: 'reaper could not reconcile', error: (error as Error).message, ...context });
       await this.records.release(lease, this.clock.now()).catch(() => false);
       return 'error';

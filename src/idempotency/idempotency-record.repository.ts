@@ -3,8 +3,9 @@ import { InjectModel } from '@nestjs/mongoose';
 import type { ClientSession, Model } from 'mongoose';
 import { isDuplicateKey } from '../database/mongo-errors.js';
 import { deriveClaimId } from './claim-id.js';
+import { ERASED_FINGERPRINT } from './fingerprint.js';
 import { LeaseLostError } from './idempotency.errors.js';
-import type { IdempotencyRecord, Lease, RecordLease, StoredResponseDoc } from './idempotency-record.js';
+import type { IdempotencyRecord, Lease, RecordConflict, RecordLease, StoredResponseDoc } from './idempotency-record.js';
 import { IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
 
 /** Another request created or changed the record first; the caller re-reads it. */
@@ -19,10 +20,12 @@ export interface KeyScopeFields {
   tenant: string;
   clientKey: string;
   operation: string;
-  schemaVersion: number;
 }
 
-export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease'>;
+/** What a restarted attempt takes from the request that restarts it. */
+export type RestartedRequest = Pick<IdempotencyRecord, 'fingerprint' | 'subject'>;
+
+export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease' | 'conflict'>;
 
 type LeaseSource = Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion' | 'ttlSeconds'>;
 
@@ -48,7 +51,7 @@ export class IdempotencyRecordRepository {
   constructor(@InjectModel(IDEMPOTENCY_RECORD_MODEL) private readonly records: Model<IdempotencyRecord>) {}
 
   async insertPending(session: ClientSession, record: NewRecord, lease: RecordLease): Promise<Lease> {
-    const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
+    const doc = { ...record, lease, recoveryPoint: null, response: null, conflict: null, purgeAt: null, updatedAt: record.createdAt };
     try {
       await this.records.insertMany([doc], { session });
     } catch (error) {
@@ -63,17 +66,20 @@ export class IdempotencyRecordRepository {
   }
 
   /**
-   * A live record of the same key under another response schema version.
-   * Across a version bump - and during a rolling deploy, in both directions -
-   * it still owns the key, so a retry straddling the deploy never runs twice.
+   * Transition from the versioned record ids of earlier releases
+   * (`...:v{N}:{key}`, LEGACY_SCOPE_KEY): a live record under such an id
+   * still owns its key until it finishes and expires, so a retry straddling
+   * the upgrade is answered from it, never executed twice. Nothing writes
+   * such ids any more; remove this look-up one retention period after the
+   * last instance of an earlier release stopped.
    */
-  findUnderOtherSchema(scope: KeyScopeFields, now: Date): Promise<IdempotencyRecord | null> {
+  findLegacyOwner(scope: KeyScopeFields, keyId: string, now: Date): Promise<IdempotencyRecord | null> {
     return this.records
       .findOne({
         tenant: scope.tenant,
         clientKey: scope.clientKey,
         operation: scope.operation,
-        schemaVersion: { $ne: scope.schemaVersion },
+        _id: { $ne: keyId },
         $or: [{ status: 'pending' }, { expiresAt: { $gt: now } }],
       })
       .sort({ schemaVersion: -1 })
@@ -81,16 +87,16 @@ export class IdempotencyRecordRepository {
       .exec();
   }
 
-  /** The tenant's records for one client key (any operation or schema version), without stored bodies. */
+  /** The tenant's records for one client key (any operation, either id format), without stored bodies. */
   findByClientKey(tenant: string, clientKey: string): Promise<IdempotencyRecord[]> {
     return this.records.find({ tenant, clientKey }, { 'response.body': 0 }).sort({ createdAt: 1 }).lean<IdempotencyRecord[]>().exec();
   }
 
   /** A finished, expired record is replaced whole by a new claim (compare-and-set on what we read). */
   async replaceExpired(session: ClientSession, old: IdempotencyRecord, record: NewRecord, lease: RecordLease): Promise<Lease> {
-    const doc = { ...record, lease, recoveryPoint: null, response: null, purgeAt: null, updatedAt: record.createdAt };
+    const doc = { ...record, lease, recoveryPoint: null, response: null, conflict: null, purgeAt: null, updatedAt: record.createdAt };
     const result = await this.records.replaceOne(
-      { _id: old._id, status: old.status, attempt: old.attempt, expiresAt: old.expiresAt },
+      { _id: old._id, createdAt: old.createdAt, status: old.status, attempt: old.attempt, expiresAt: old.expiresAt },
       doc,
       { session },
     );
@@ -98,16 +104,27 @@ export class IdempotencyRecordRepository {
     return leaseOf(doc, lease);
   }
 
-  /** An abandoned attempt (failed, no stored response) starts over with attempt + 1. */
-  async restart(session: ClientSession, old: IdempotencyRecord, lease: RecordLease): Promise<Lease> {
-    const attempt = old.attempt + 1;
-    const result = await this.records.updateOne(
-      { _id: old._id, status: 'failed', response: null, attempt: old.attempt },
-      { $set: { status: 'pending', attempt, lease, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt } },
-      { session },
-    );
-    if (result.matchedCount !== 1) throw new RecordRaceLostError(old._id);
-    return leaseOf({ ...old, attempt, recoveryPoint: null }, lease);
+  /**
+   * An abandoned attempt (failed, no stored response) starts over with
+   * attempt + 1. The filter names the incarnation (createdAt): after expiry
+   * a record is replaced in place with attempt 1 again, and a restart decided
+   * on the old one must not revive the new one. The lease comes from the
+   * updated document, so its claim id is the one every later takeover derives.
+   */
+  async restart(session: ClientSession, old: IdempotencyRecord, lease: RecordLease, request: RestartedRequest): Promise<Lease> {
+    const updated = await this.records
+      .findOneAndUpdate(
+        { _id: old._id, createdAt: old.createdAt, status: 'failed', response: null, attempt: old.attempt },
+        {
+          // The request's fingerprint and subject again: an erasure may have removed them from the old attempt.
+          $set: { status: 'pending', attempt: old.attempt + 1, lease, ...request, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt },
+        },
+        { session, returnDocument: 'after' },
+      )
+      .lean<IdempotencyRecord>()
+      .exec();
+    if (!updated) throw new RecordRaceLostError(old._id);
+    return leaseOf(updated, lease);
   }
 
   /** Takes an expired lease on a pending record; null when someone else got there first. */
@@ -152,10 +169,19 @@ export class IdempotencyRecordRepository {
   ): Promise<void> {
     const result = await this.records.updateOne(
       { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-      { $set: { status, recoveryPoint, response, lease: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
+      { $set: { status, recoveryPoint, response, lease: null, conflict: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
       { session },
     );
     if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
+  }
+
+  /** Notes what stopped this attempt for the admin API (and the reaper, which then leaves the record to a human). */
+  async noteConflict(lease: Lease, conflict: RecordConflict): Promise<boolean> {
+    const result = await this.records.updateOne(
+      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+      { $set: { conflict, updatedAt: conflict.at } },
+    );
+    return result.matchedCount === 1;
   }
 
   /** Gives the lease up early (a transient failure): the next retry or the reaper may take over at once. */
@@ -175,16 +201,25 @@ export class IdempotencyRecordRepository {
       .exec();
   }
 
-  /** Erasure: the stored response is replaced and the record no longer points at its subject. */
+  /**
+   * Erasure: the stored response is replaced, and the record keeps nothing
+   * derived from its subject's data - neither the subject digest nor the
+   * fingerprint of a body that named them.
+   */
   async redact(session: ClientSession, recordId: string, response: StoredResponseDoc | null, now: Date): Promise<void> {
-    const set = response ? { response, subject: null, updatedAt: now } : { subject: null, updatedAt: now };
-    await this.records.updateOne({ _id: recordId }, { $set: set }, { session });
+    const erased = { subject: null, fingerprint: ERASED_FINGERPRINT, updatedAt: now };
+    await this.records.updateOne({ _id: recordId }, { $set: response ? { ...erased, response } : erased }, { session });
   }
 
-  /** Pending records of these operations whose lease ran out, oldest lease first: the reaper's work list. */
+  /**
+   * Pending records of these operations whose lease ran out, oldest lease
+   * first: the reaper's work list. Records with a noted conflict are left to
+   * a human (retrying cannot resolve them; their age still raises the
+   * pending-stuck alert).
+   */
   findStale(operations: string[], now: Date, limit: number): Promise<IdempotencyRecord[]> {
     return this.records
-      .find({ status: 'pending', 'lease.expiresAt': { $lte: now }, operation: { $in: operations } })
+      .find({ status: 'pending', 'lease.expiresAt': { $lte: now }, operation: { $in: operations }, conflict: null })
       .sort({ 'lease.expiresAt': 1 })
       .limit(limit)
       .lean<IdempotencyRecord[]>()

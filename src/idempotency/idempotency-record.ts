@@ -22,6 +22,13 @@ export interface StoredResponseDoc {
   schemaVersion: number;
 }
 
+export interface RecordConflict {
+  /** What the consumer could not write: payment, journal, outbox event, ... */
+  what: string;
+  detail: string | null;
+  at: Date;
+}
+
 /** The plain-object shape of an idempotency_records document. */
 export interface IdempotencyRecord {
   _id: string;
@@ -43,6 +50,12 @@ export interface IdempotencyRecord {
   /** Digest of the consumer's data subject (orders: the customer id), for erasure; never the id itself. */
   subject: string | null;
   response: StoredResponseDoc | null;
+  /**
+   * Set when the attempt found a document it would write already there with
+   * other content: it cannot finish without a human. Shown by the admin API;
+   * the reaper leaves such a record alone (a release hands it over again).
+   */
+  conflict: RecordConflict | null;
   createdAt: Date;
   updatedAt: Date;
   expiresAt: Date;

@@ -54,13 +54,22 @@ export class AttemptAbandonedError extends Error {
 }
 
 /**
- * A consumer's unique backstop (e.g. one order per claim) rejected a second
- * business write for the same claim. Consumers translate their duplicate-key
- * error into this; the idempotency service counts it and re-reads the record.
+ * A business document this attempt would write already exists. Thrown by a
+ * consumer's unique backstop (e.g. one order per claim), or when the stored
+ * document differs from the one it would write (`detail` names how) - an
+ * identical one is adopted, never reported. The idempotency service counts
+ * it, notes it on the record (admin API) and stops; it pages.
  */
 export class DuplicateClaimError extends Error {
-  constructor(readonly what: string) {
-    super(`Unique backstop rejected a second ${what} for one idempotency claim`);
+  constructor(
+    readonly what: string,
+    readonly detail: string | null = null,
+  ) {
+    super(
+      detail
+        ? `A ${what} already exists for this idempotency claim and differs from the one it would write (${detail})`
+        : `Unique backstop rejected a second ${what} for one idempotency claim`,
+    );
     this.name = 'DuplicateClaimError';
   }
 }

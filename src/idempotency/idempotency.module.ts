@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { IdempotencyAdminService } from './idempotency-admin.service.js';
+import { IdempotencyClaims } from './idempotency-claims.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
 import { IdempotencyErasure } from './idempotency-erasure.js';
 import { IdempotencyKeysController } from './idempotency-keys.controller.js';
@@ -9,6 +10,8 @@ import { IdempotencyRecordRepository } from './idempotency-record.repository.js'
 import { IdempotencyService } from './idempotency.service.js';
 import { StoredResponses } from './stored-responses.js';
 import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
+import { SubjectLockSchema, SUBJECT_LOCK_MODEL } from './schemas/subject-lock.schema.js';
+import { SubjectLockRepository } from './subject-lock.repository.js';
 
 /**
  * The reusable part: knows nothing of orders. A consumer declares
@@ -16,11 +19,18 @@ import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/ide
  * records progress with IdempotencyAttempts inside its own transactions.
  */
 @Module({
-  imports: [MongooseModule.forFeature([{ name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema }])],
+  imports: [
+    MongooseModule.forFeature([
+      { name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema },
+      { name: SUBJECT_LOCK_MODEL, schema: SubjectLockSchema },
+    ]),
+  ],
   controllers: [IdempotencyKeysController],
   providers: [
     IdempotencyRecordRepository,
+    SubjectLockRepository,
     StoredResponses,
+    IdempotencyClaims,
     IdempotencyService,
     IdempotencyAttempts,
     IdempotencyErasure,

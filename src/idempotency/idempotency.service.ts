@@ -1,14 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { ClientSession } from 'mongoose';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { Clock } from '../common/clock.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
-import { isWriteConflict } from '../database/mongo-errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { deriveClaimId } from './claim-id.js';
-import { fingerprintRequest, type Fingerprint } from './fingerprint.js';
+import { fingerprintRequest } from './fingerprint.js';
 import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
+import type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
 import {
   AttemptAbandonedError,
   DuplicateClaimError,
@@ -16,43 +15,16 @@ import {
   IdempotencyKeyReusedError,
   LeaseLostError,
 } from './idempotency.errors.js';
-import type { IdempotencyRecord, IdempotentResponse, Lease, RecordLease } from './idempotency-record.js';
-import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
-import { newLease } from './lease.js';
+import type { IdempotencyRecord, Lease } from './idempotency-record.js';
+import { IdempotencyAttempts } from './idempotency-attempts.js';
+import { IdempotencyClaims } from './idempotency-claims.js';
+import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { decide } from './record-decision.js';
 import { StoredResponses } from './stored-responses.js';
-import { subjectDigest } from './subject.js';
 import { retryAfterSeconds } from './retry-after.js';
 import { scopeKey } from './scope-key.js';
 
-export interface IdempotentRequest {
-  tenant: string;
-  operation: string;
-  clientKey: string;
-  schemaVersion: number;
-  ttlSeconds: number;
-  fingerprint: Fingerprint;
-  /** Data subject for erasure (orders: the customer id); stored only as a digest. */
-  subject?: string;
-}
-
-/** A consumer's work, split where the claim transaction ends. */
-export interface IdempotentWork {
-  /** First business writes; runs inside the claim transaction, so it may run more than once. */
-  begin(session: ClientSession, lease: Lease): Promise<void>;
-  /**
-   * Drives the attempt to its end and returns the response it stored with
-   * IdempotencyAttempts.complete/fail. Throwing means "not finished, nothing to store": the
-   * lease is released and the record stays resumable.
-   */
-  resume(lease: Lease): Promise<IdempotentResponse>;
-}
-
-export interface IdempotentResult {
-  response: IdempotentResponse;
-  replayed: boolean;
-  keyExpiresAt: Date;
-}
+export type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
 
 const MAX_ROUNDS = 4;
 const POLL_MS = 50;
@@ -67,6 +39,8 @@ export class IdempotencyService {
 
   constructor(
     private readonly records: IdempotencyRecordRepository,
+    private readonly claims: IdempotencyClaims,
+    private readonly attempts: IdempotencyAttempts,
     private readonly transactions: TransactionRunner,
     private readonly responses: StoredResponses,
     private readonly metrics: MetricsService,
@@ -75,8 +49,9 @@ export class IdempotencyService {
     @Inject(appConfig.KEY) private readonly app: AppConfig,
   ) {}
 
-  recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>): string {
-    return scopeKey({ ...request, service: this.app.serviceName });
+  /** The record id of a key: one per (tenant, operation, client key), whatever the schema version. */
+  recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): string {
+    return scopeKey({ tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName });
   }
 
   /** Binds a validated key to this tenant and this exact request body. */
@@ -126,25 +101,9 @@ export class IdempotencyService {
     return { response: await work.resume(lease), replayed: false, keyExpiresAt: now };
   }
 
-  private async claimFresh(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<Lease | null> {
-    const lease = this.newLease();
-    try {
-      return await this.metrics.timeStore('claim', () =>
-        this.transactions.run(async (session) => {
-          const claimed = await this.records.insertPending(session, this.newRecord(recordId, request), lease);
-          await work.begin(session, claimed);
-          return claimed;
-        }),
-      );
-    } catch (error) {
-      if (this.lostRace(error, request.operation)) return null;
-      throw error;
-    }
-  }
-
   /** Claims an absent key; null when another request claimed it first (go round and read theirs). */
   private async claimAndDrive(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
-    const lease = await this.claimFresh(recordId, request, work);
+    const lease = await this.claims.claim('new', recordId, null, request, work);
     return lease ? this.drive(request, lease, work, 'claimed') : null;
   }
 
@@ -164,7 +123,7 @@ export class IdempotencyService {
       case 'restart':
         return this.startOver(record, request, work, 'restarted');
       case 'replace_expired':
-        // Another version's record that just expired is not ours to replace: claim under our own id.
+        // A legacy-id record that just expired is not replaced: the next round claims the key's own id.
         if (record._id !== this.recordIdFor(request)) return null;
         this.metrics.keysExpired.inc({ operation: request.operation });
         return this.startOver(record, request, work, 'expired');
@@ -172,13 +131,12 @@ export class IdempotencyService {
   }
 
   /**
-   * The record that owns the key: this schema version's, or a live one under
-   * another version (a bump, or a rolling deploy). Two instances on two
-   * versions claiming one key in the same instant are not fenced against
-   * each other (different _ids): deploy a bump when traffic is quiet.
+   * The record that owns the key. Its id has no schema version, so instances
+   * on different versions meet on one _id and the claim insert decides; a
+   * live record under an id of an earlier release still owns the key.
    */
   private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
-    return (await this.records.findById(recordId)) ?? this.records.findUnderOtherSchema(request, this.clock.now());
+    return (await this.records.findById(recordId)) ?? this.records.findLegacyOwner(request, recordId, this.clock.now());
   }
 
   private async startOver(
@@ -187,28 +145,13 @@ export class IdempotencyService {
     work: IdempotentWork,
     outcome: 'restarted' | 'expired',
   ): Promise<IdempotentResult | null> {
-    const lease = this.newLease();
-    let claimed: Lease;
-    try {
-      claimed = await this.transactions.run(async (session) => {
-        const next =
-          outcome === 'expired'
-            ? await this.records.replaceExpired(session, old, this.newRecord(old._id, request), lease)
-            : await this.records.restart(session, old, lease);
-        await work.begin(session, next);
-        return next;
-      });
-    } catch (error) {
-      if (this.lostRace(error, request.operation)) return null;
-      throw error;
-    }
-    return this.drive(request, claimed, work, outcome);
+    const lease = await this.claims.claim(outcome === 'expired' ? 'replace_expired' : 'restart', old._id, old, request, work);
+    return lease ? this.drive(request, lease, work, outcome) : null;
   }
 
   private async takeOver(old: IdempotencyRecord, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
-    const lease = await this.metrics.timeStore('take_over', () => this.records.takeOver(old, this.newLease()));
-    if (!lease) return null;
-    return this.drive(request, lease, work, 'resumed');
+    const lease = await this.claims.takeOver(old);
+    return lease ? this.drive(request, lease, work, 'resumed') : null;
   }
 
   /** Re-checks a record held by someone else until IDEMPOTENCY_IN_FLIGHT_WAIT_MS runs out, then 409. */
@@ -243,7 +186,7 @@ export class IdempotencyService {
         return null;
       }
       if (error instanceof AttemptAbandonedError) return null;
-      if (error instanceof DuplicateClaimError) this.reportDuplicate(error, request.operation);
+      if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       const released = await this.records.release(lease, this.clock.now()).catch(() => false);
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
@@ -253,43 +196,6 @@ export class IdempotencyService {
 
   private replay(record: IdempotencyRecord): IdempotentResult {
     return { response: this.responses.open(record), replayed: true, keyExpiresAt: record.expiresAt };
-  }
-
-  /** Someone else claimed or changed the record first: go round and read theirs. */
-  private lostRace(error: unknown, operation: string): boolean {
-    if (error instanceof DuplicateClaimError) {
-      this.reportDuplicate(error, operation);
-      return true;
-    }
-    return error instanceof RecordRaceLostError || isWriteConflict(error);
-  }
-
-  /** A unique backstop stopped a second business write: never expected, so counted (it pages) and logged. */
-  private reportDuplicate(error: DuplicateClaimError, operation: string): void {
-    this.metrics.duplicateCreations.inc({ operation });
-    this.logger.error(error.message);
-  }
-
-  private newRecord(recordId: string, request: IdempotentRequest): NewRecord {
-    const now = this.clock.now();
-    return {
-      _id: recordId,
-      tenant: request.tenant,
-      operation: request.operation,
-      clientKey: request.clientKey,
-      status: 'pending',
-      fingerprint: request.fingerprint,
-      schemaVersion: request.schemaVersion,
-      ttlSeconds: request.ttlSeconds,
-      attempt: 1,
-      subject: request.subject ? subjectDigest(request.tenant, request.subject) : null,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
-    };
-  }
-
-  private newLease(): RecordLease {
-    return newLease(this.clock.now(), this.config.lockTimeoutMs);
   }
 
   private count(request: IdempotentRequest, outcome: string): void {

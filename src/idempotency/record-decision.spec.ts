@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { IdempotencyRecord } from './idempotency-record.js';
+import { ERASED_FINGERPRINT } from './fingerprint.js';
 import { decide } from './record-decision.js';
 
 const now = new Date('2026-06-01T12:00:00Z');
@@ -22,6 +23,7 @@ function record(overrides: Partial<IdempotencyRecord>): IdempotencyRecord {
     recoveryPoint: null,
     subject: null,
     response: null,
+    conflict: null,
     createdAt: now,
     updatedAt: now,
     expiresAt: later(86_400_000),
@@ -60,6 +62,12 @@ describe('decide (what to do with a record found under the key)', () => {
   it('never replaces unfinished work, even past its retention (it may hold a charge)', () => {
     const stale = record({ expiresAt: later(-1), lease: { owner: 'w1', lockedAt: now, expiresAt: later(-1) } });
     expect(decide(stale, fingerprint, now)).toBe('take_over');
+  });
+
+  it('an erased record (no fingerprint left) answers any body with its stored response', () => {
+    const erased = record({ status: 'complete', response: { ...stored, status: 410 }, lease: null, fingerprint: ERASED_FINGERPRINT });
+    expect(decide(erased, { ...fingerprint, value: 'bbb' }, now)).toBe('replay');
+    expect(decide({ ...erased, response: null, status: 'failed' }, { ...fingerprint, value: 'bbb' }, now)).toBe('restart');
   });
 
   it('compares the fingerprint algorithm too', () => {

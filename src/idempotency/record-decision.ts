@@ -1,4 +1,4 @@
-import { sameFingerprint, type Fingerprint } from './fingerprint.js';
+import { isErasedFingerprint, sameFingerprint, type Fingerprint } from './fingerprint.js';
 import type { IdempotencyRecord } from './idempotency-record.js';
 
 export type RecordDecision =
@@ -23,7 +23,8 @@ export type RecordDecision =
 export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now: Date): RecordDecision {
   const finished = record.status !== 'pending';
   if (finished && record.expiresAt.getTime() <= now.getTime()) return 'replace_expired';
-  if (!sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
+  // An erased record no longer knows its body: whatever is sent gets its stored (410) answer.
+  if (!isErasedFingerprint(record.fingerprint) && !sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
   if (finished) return record.response ? 'replay' : 'restart';
   const leaseLive = record.lease !== null && record.lease.expiresAt.getTime() > now.getTime();
   return leaseLive ? 'in_flight' : 'take_over';

@@ -20,6 +20,10 @@ export class LedgerEntryRepository {
     }
   }
 
+  findByIds(session: ClientSession, ids: string[]): Promise<LedgerEntry[]> {
+    return this.entries.find({ _id: { $in: ids } }).session(session).sort({ _id: 1 }).lean<LedgerEntry[]>().exec();
+  }
+
   findForOrder(tenant: string, orderId: string): Promise<LedgerEntry[]> {
     return this.entries.find({ tenant, orderId }).sort({ journalId: 1, line: 1 }).lean<LedgerEntry[]>().exec();
   }

@@ -141,6 +141,16 @@ describe('ops/alerts.rules.yml', () => {
     expect(pages[0].expr).toContain('increase(idempotency_duplicate_creations_total[5m]) > 0');
     expect(pages[0].for).toBe('0m');
   });
+
+  it('pages on any attempt stopped by a conflicting document (never a silent 500 loop)', () => {
+    const pages = loadRules().filter(
+      (rule) => rule.labels.severity === 'page' && extractMetricNames(rule.expr).includes('idempotency_state_conflicts_total'),
+    );
+    expect(pages).toHaveLength(1);
+    expect(pages[0].expr).toContain('increase(idempotency_state_conflicts_total[5m]) > 0');
+    expect(pages[0].for).toBe('0m');
+    expect(pages[0].annotations.runbook_url).toBe('docs/runbooks/half-applied-state.md');
+  });
 });
 
 describe('extractMetricNames', () => {

@@ -48,6 +48,20 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly stateConflicts = new Counter({
+    name: 'idempotency_state_conflicts_total',
+    help: 'Attempts stopped because a document they would write exists with other content (the record shows it); must stay 0',
+    labelNames: ['operation', 'what'] as const,
+    registers: [this.registry],
+  });
+
+  readonly adoptedDocuments = new Counter({
+    name: 'workflow_adopted_documents_total',
+    help: 'Documents found already written exactly as an attempt would write them (half-applied earlier attempt) and adopted',
+    labelNames: ['what'] as const,
+    registers: [this.registry],
+  });
+
   readonly storeDuration = new Histogram({
     name: 'idempotency_store_duration_seconds',
     help: 'Latency of idempotency store operations',
@@ -87,6 +101,12 @@ export class MetricsService {
   readonly oldestPendingAge = new Gauge({
     name: 'idempotency_oldest_pending_age_seconds',
     help: 'Age of the oldest pending idempotency record (set by the reaper)',
+    registers: [this.registry],
+  });
+
+  readonly serverClockOffset = new Gauge({
+    name: 'server_clock_offset_seconds',
+    help: "MongoDB primary's clock minus this host's clock at the last reading; leases and expiry use the primary's",
     registers: [this.registry],
   });
 

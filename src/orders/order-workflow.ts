@@ -8,6 +8,7 @@ import type { IdempotentResponse, Lease } from '../idempotency/idempotency-recor
 import { IdempotencyAttempts } from '../idempotency/idempotency-attempts.js';
 import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../payments/payment.js';
@@ -36,8 +37,11 @@ export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned' } as 
  *   charged -> T2: journal + outbox + saved + record complete
  * Fence first: the first write of every transaction is the compare-and-set
  * on our lease, so a worker that lost the lease aborts before touching
- * anything, and the unique backstops (payment, journal, event) only ever
- * fire on a real bug.
+ * anything. A payment, journal or event that already exists exactly as this
+ * attempt would write it (same deterministic id, same content: a
+ * half-applied earlier attempt, whatever the cause) is adopted and the order
+ * moves on; anything else under those ids is a DuplicateClaimError, which
+ * the idempotency layer counts, notes on the record and pages about.
  */
 @Injectable()
 export class OrderWorkflow {
@@ -51,6 +55,7 @@ export class OrderWorkflow {
     private readonly transactions: TransactionRunner,
     private readonly clock: Clock,
     private readonly faults: FaultInjector,
+    private readonly metrics: MetricsService,
   ) {}
 
   async advance(lease: Lease, mode: AdvanceMode): Promise<Order> {
@@ -68,12 +73,14 @@ export class OrderWorkflow {
     if (outcome.kind === 'declined') return this.fail(order, lease, FAILURE.declined);
     this.faults.crashIf('after-charge');
     const now = this.clock.now();
-    const charged = await this.transactions.run(async (session) => {
+    const { charged, adopted } = await this.transactions.run(async (session) => {
       await this.attempts.checkpoint(session, lease, 'charged');
-      const payment = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
-      await this.orders.markCharged(session, order, payment._id, now);
-      return { ...order, state: 'charged' as const, paymentId: payment._id, stateHistory: { ...order.stateHistory, charged: now } };
+      const recorded = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
+      await this.orders.markCharged(session, order, recorded.payment._id, now);
+      const next: Order = { ...order, state: 'charged', paymentId: recorded.payment._id, stateHistory: { ...order.stateHistory, charged: now } };
+      return { charged: next, adopted: recorded.adopted ? ['payment'] : [] };
     });
+    this.countAdopted(adopted);
     this.faults.crashIf('after-charged');
     return charged;
   }
@@ -101,11 +108,11 @@ export class OrderWorkflow {
 
   private async save(charged: Order, lease: Lease): Promise<Order> {
     const now = this.clock.now();
-    return this.transactions.run(async (session) => {
+    const { saved, adopted } = await this.transactions.run(async (session) => {
       const order = await this.current(charged, session);
-      const saved: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
-      await this.attempts.complete(session, lease, 'saved', responseFor(saved));
-      await this.ledger.post(
+      const next: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
+      await this.attempts.complete(session, lease, 'saved', responseFor(next));
+      const journal = await this.ledger.post(
         {
           tenant: order.tenant,
           journalId: `jrn_${order._id}`,
@@ -116,14 +123,17 @@ export class OrderWorkflow {
         },
         session,
       );
-      await this.outbox.enqueue(
+      const event = await this.outbox.enqueue(
         session,
-        { id: `evt_${order._id}_completed`, tenant: order.tenant, type: 'order.completed', payload: orderView(saved) },
+        { id: `evt_${order._id}_completed`, tenant: order.tenant, type: 'order.completed', payload: orderView(next) },
         now,
       );
       await this.orders.markSaved(session, order, now);
-      return saved;
+      const adopted = [journal === 'adopted' && 'journal', event === 'adopted' && 'outbox event'].filter((what): what is string => !!what);
+      return { saved: next, adopted };
     });
+    this.countAdopted(adopted);
+    return saved;
   }
 
   /** Declined: stored and replayed (402). Abandoned: no response stored, a retry starts a new attempt. */
@@ -136,6 +146,11 @@ export class OrderWorkflow {
       await this.orders.markFailed(session, order, reason, now);
       return failed;
     });
+  }
+
+  /** Counted once the transaction committed (its body may have run more than once). */
+  private countAdopted(what: string[]): void {
+    for (const document of what) this.metrics.adoptedDocuments.inc({ what: document });
   }
 
   /**

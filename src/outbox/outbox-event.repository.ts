@@ -19,6 +19,10 @@ export class OutboxEventRepository {
     }
   }
 
+  findById(session: ClientSession, id: string): Promise<OutboxEvent | null> {
+    return this.events.findById(id).session(session).lean<OutboxEvent>().exec();
+  }
+
   async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
     const result = await this.events.updateMany(
       { tenant, 'payload.customerId': customerId },
@@ -28,28 +32,37 @@ export class OutboxEventRepository {
     return result.modifiedCount;
   }
 
-  findDue(now: Date, limit: number): Promise<OutboxEvent[]> {
+  /**
+   * Claims the oldest due event for one publish: moves availableAt to
+   * `heldUntil` (no other relay takes it meanwhile; if this one dies, it is
+   * due again then) and counts the attempt. Returns the event as it is now -
+   * what gets published, so a change committed before the claim (an erasure)
+   * is never published in its earlier form.
+   */
+  claimNext(now: Date, heldUntil: Date): Promise<OutboxEvent | null> {
     return this.events
-      .find({ status: 'pending', availableAt: { $lte: now } })
-      .sort({ availableAt: 1 })
-      .limit(limit)
-      .lean<OutboxEvent[]>()
+      .findOneAndUpdate(
+        { status: 'pending', availableAt: { $lte: now } },
+        { $set: { availableAt: heldUntil }, $inc: { attempts: 1 } },
+        { sort: { availableAt: 1 }, returnDocument: 'after' },
+      )
+      .lean<OutboxEvent>()
       .exec();
   }
 
-  /** Compare-and-set on the attempt we published: a concurrent relay's success is not overwritten. */
-  async markPublished(event: OutboxEvent, now: Date): Promise<boolean> {
+  /** Compare-and-set on our claim (its attempt number): a relay that took the event over after us is not overwritten. */
+  async markPublished(claimed: OutboxEvent, now: Date): Promise<boolean> {
     const result = await this.events.updateOne(
-      { _id: event._id, status: 'pending', attempts: event.attempts },
-      { $set: { status: 'published', publishedAt: now, lastError: null }, $inc: { attempts: 1 } },
+      { _id: claimed._id, status: 'pending', attempts: claimed.attempts },
+      { $set: { status: 'published', publishedAt: now, lastError: null } },
     );
     return result.modifiedCount === 1;
   }
 
-  async markFailed(event: OutboxEvent, retryAt: Date, error: string): Promise<void> {
+  async markFailed(claimed: OutboxEvent, retryAt: Date, error: string): Promise<void> {
     await this.events.updateOne(
-      { _id: event._id, status: 'pending', attempts: event.attempts },
-      { $set: { availableAt: retryAt, lastError: error.slice(0, 500) }, $inc: { attempts: 1 } },
+      { _id: claimed._id, status: 'pending', attempts: claimed.attempts },
+      { $set: { availableAt: retryAt, lastError: error.slice(0, 500) } },
     );
   }
 

@@ -14,9 +14,32 @@ export function backoffMs(attempts: number, random = Math.random()): number {
   return Math.round(Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempts) * (0.5 + random / 2));
 }
 
+export class PublishTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`publish did not finish within ${timeoutMs} ms`);
+    this.name = 'PublishTimeoutError';
+  }
+}
+
+/** The publish, or a PublishTimeoutError after `timeoutMs` (the publish itself may still land: delivery is at least once). */
+export async function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new PublishTimeoutError(timeoutMs)), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
- * Publishes pending events at least once. Safe on every instance: a double
- * publish is possible (consumers deduplicate on the event id), a lost one is not.
+ * Publishes pending events at least once, on every instance. Each event is
+ * claimed before it is published (findOneAndUpdate moving availableAt), so N
+ * relays publish each event once, not N times; a double publish remains
+ * possible only when a publish outlives its timeout (consumers deduplicate
+ * on the event id). A lost one is not possible.
  */
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -53,8 +76,11 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   private async publishDue(): Promise<number> {
     let published = 0;
     try {
-      const due = await this.events.findDue(this.clock.now(), this.config.batchSize);
-      for (const event of due) {
+      for (let claimed = 0; claimed < this.config.batchSize; claimed++) {
+        const now = this.clock.now();
+        // Held for twice the publish timeout: a relay that dies mid-publish gives the event back then.
+        const event = await this.events.claimNext(now, new Date(now.getTime() + 2 * this.config.publishTimeoutMs));
+        if (!event) break;
         if (await this.publishOne(event)) published++;
       }
       this.metrics.outboxBacklog.set(await this.events.countPending());
@@ -64,16 +90,17 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     return published;
   }
 
-  private async publishOne(event: OutboxEvent): Promise<boolean> {
+  private async publishOne(claimed: OutboxEvent): Promise<boolean> {
     try {
-      await this.publisher.publish(toPublishedEvent(event));
+      await withTimeout(this.publisher.publish(toPublishedEvent(claimed)), this.config.publishTimeoutMs);
     } catch (error) {
-      this.metrics.outboxPublishFailures.inc({ type: event.type });
-      const retryAt = new Date(this.clock.now().getTime() + backoffMs(event.attempts));
-      await this.events.markFailed(event, retryAt, (error as Error).message ?? String(error));
+      this.metrics.outboxPublishFailures.inc({ type: claimed.type });
+      // attempts already counts this one (the claim incremented it): the first failure waits ~1 s.
+      const retryAt = new Date(this.clock.now().getTime() + backoffMs(claimed.attempts - 1));
+      await this.events.markFailed(claimed, retryAt, (error as Error).message ?? String(error));
       return false;
     }
-    this.metrics.outboxPublished.inc({ type: event.type });
-    return this.events.markPublished(event, this.clock.now());
+    this.metrics.outboxPublished.inc({ type: claimed.type });
+    return this.events.markPublished(claimed, this.clock.now());
   }
 }

@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
+import { contentDiff } from '../common/content-diff.js';
+import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
 import { OutboxEventRepository } from './outbox-event.repository.js';
+
+/** What an event says; delivery fields (status, attempts, availableAt) change as the relay works. */
+const EVENT_CONTENT = ['tenant', 'type', 'payload'] as const;
 
 export interface NewEvent {
   /** Deterministic per business fact (orders: `evt_<order id>_completed`), so it is written once. */
@@ -19,8 +24,19 @@ export class OutboxService {
     return this.events.pseudonymizeCustomer(session, tenant, customerId, pseudonym);
   }
 
-  /** Inside the caller's transaction: the event exists if and only if the change committed. */
-  async enqueue(session: ClientSession, event: NewEvent, now: Date): Promise<void> {
+  /**
+   * Inside the caller's transaction: the event exists if and only if the
+   * change committed. An event already there with exactly this content (a
+   * half-applied earlier attempt; published or not) is adopted; one with
+   * other content under this id is a conflict for a human.
+   */
+  async enqueue(session: ClientSession, event: NewEvent, now: Date): Promise<'enqueued' | 'adopted'> {
+    const existing = await this.events.findById(session, event.id);
+    if (existing) {
+      const differs = contentDiff<Omit<NewEvent, 'id'>>(existing, event, EVENT_CONTENT);
+      if (differs.length > 0) throw new DuplicateClaimError('outbox event', `event ${event.id} differs in ${differs.join(', ')}`);
+      return 'adopted';
+    }
     await this.events.insert(session, {
       _id: event.id,
       tenant: event.tenant,
@@ -33,5 +49,6 @@ export class OutboxService {
       publishedAt: null,
       lastError: null,
     });
+    return 'enqueued';
   }
 }

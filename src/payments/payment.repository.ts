@@ -19,4 +19,7 @@ export class PaymentRepository {
     }
   }
 
+  findByChargeKey(session: ClientSession, chargeKey: string): Promise<Payment | null> {
+    return this.payments.findOne({ chargeKey }).session(session).lean<Payment>().exec();
+  }
 }

@@ -15,6 +15,10 @@ import {
   type ReconcileResult,
 } from './payment-gateway.port.js';
 
+/** Reads of a charge key that already exists: about 1.5 s in all before giving up. */
+const EXISTING_READ_ATTEMPTS = 5;
+const EXISTING_READ_BACKOFF_MS = 100;
+
 /** Test tokens, like a provider's test cards. */
 export const TEST_TOKENS = {
   succeeds: 'tok_visa',
@@ -94,9 +98,24 @@ export class SimulatedPaymentGateway extends PaymentGateway {
     } catch (error) {
       if (!isDuplicateKey(error)) throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
     }
-    const existing = await this.charges.findOne({ _id: doc._id });
-    if (!existing) throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
-    return existing;
+    return this.readExisting(doc._id);
+  }
+
+  /**
+   * The document another call won with. Majority read concern: a local read
+   * could return a charge (or a cancel) that a failover then rolls back, and
+   * the caller would adopt what the provider no longer holds. Absent means
+   * the winner's write is not majority-committed yet (or was rolled back):
+   * read again for a short while, then report the provider unavailable so
+   * the client retries with the same key.
+   */
+  private async readExisting(chargeKey: string): Promise<ChargeDoc> {
+    for (let attempt = 0; attempt < EXISTING_READ_ATTEMPTS; attempt++) {
+      if (attempt > 0) await sleep(EXISTING_READ_BACKOFF_MS * 2 ** (attempt - 1));
+      const existing = await this.charges.findOne({ _id: chargeKey }, { readConcern: { level: 'majority' } });
+      if (existing) return existing;
+    }
+    throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
   }
 }
 

@@ -2,10 +2,22 @@ import type { Db } from 'mongodb';
 
 interface OrderDoc {
   _id: string;
+  tenant: string;
   state: string;
   amountMinor: number;
   paymentId: string | null;
   idempotency: { recordId: string; attempt: number };
+  createdAt: Date;
+}
+
+interface RecordDoc {
+  _id: string;
+  tenant: string;
+  operation: string;
+  clientKey: string;
+  status: string;
+  createdAt: Date;
+  expiresAt: Date;
 }
 
 export interface InvariantInput {
@@ -17,30 +29,54 @@ export interface InvariantInput {
   requireSettled?: boolean;
 }
 
+/** What the promise is about: one (tenant, operation, client key), whatever record id or schema version holds it. */
+export function scopeOf(record: Pick<RecordDoc, 'tenant' | 'operation' | 'clientKey'>): string {
+  return JSON.stringify([record.tenant, record.operation, record.clientKey]);
+}
+
 /**
  * The promise of the service, checked on the database itself:
- * per key at most one live order and at most one provider charge; every
- * charge recorded once; every saved order has one balanced journal and one
- * outbox event; failed orders have no charge and no journal; acknowledged
- * orders exist. Returns the violations (empty when all hold).
+ * per key scope (tenant, operation, client key - not per record id, so two
+ * records of one key are caught) at most one live record, at most one live
+ * order and at most one provider charge; every charge recorded once; every
+ * saved order has one balanced journal and one outbox event; failed orders
+ * have no charge and no journal; acknowledged orders exist. Returns the
+ * violations (empty when all hold).
  */
 export async function findViolations(input: InvariantInput): Promise<string[]> {
   const { db, simulatorDb } = input;
   const violations: string[] = [];
   const orders = await db.collection<OrderDoc>('orders').find({}).toArray();
+  const records = await db.collection<RecordDoc>('idempotency_records').find({}).toArray();
   // Canceled keys (the reaper's tombstones) are not charges.
   const charges = await simulatorDb.collection<{ _id: string; amountMinor: number }>('charges').find({ status: 'succeeded' }).toArray();
   const chargeByOrder = new Map(charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
 
-  const byKey = new Map<string, OrderDoc[]>();
-  for (const order of orders) {
-    byKey.set(order.idempotency.recordId, [...(byKey.get(order.idempotency.recordId) ?? []), order]);
+  const now = new Date();
+  const recordsByScope = groupBy(records, scopeOf);
+  for (const [scope, scopeRecords] of recordsByScope) {
+    const live = scopeRecords.filter((record) => record.status === 'pending' || record.expiresAt > now);
+    if (live.length > 1) violations.push(`key ${scope}: ${live.length} live idempotency records (${live.map((r) => r._id).join(', ')})`);
   }
-  for (const [key, keyOrders] of byKey) {
+  const recordById = new Map(records.map((record) => [record._id, record]));
+  const ordersByScope = new Map<string, OrderDoc[]>();
+  for (const order of orders) {
+    const record = recordById.get(order.idempotency.recordId);
+    if (!record) {
+      violations.push(`order ${order._id}: its idempotency record ${order.idempotency.recordId} is missing`);
+      continue;
+    }
+    // A key reused after its retention is a new window: only orders of the current window count together.
+    const windowStart = Math.min(...recordsByScope.get(scopeOf(record))!.map((r) => r.createdAt.getTime()));
+    if (order.createdAt.getTime() < windowStart) continue;
+    const scope = scopeOf(record);
+    ordersByScope.set(scope, [...(ordersByScope.get(scope) ?? []), order]);
+  }
+  for (const [scope, keyOrders] of ordersByScope) {
     const live = keyOrders.filter((order) => order.state !== 'failed');
-    if (live.length > 1) violations.push(`key ${key}: ${live.length} live orders`);
+    if (live.length > 1) violations.push(`key ${scope}: ${live.length} live orders`);
     const charged = keyOrders.filter((order) => chargeByOrder.has(order._id));
-    if (charged.length > 1) violations.push(`key ${key}: ${charged.length} provider charges`);
+    if (charged.length > 1) violations.push(`key ${scope}: ${charged.length} provider charges`);
   }
 
   for (const order of orders) {
@@ -83,4 +119,10 @@ export async function findViolations(input: InvariantInput): Promise<string[]> {
     if (pending) violations.push(`${pending} idempotency records still pending`);
   }
   return violations;
+}
+
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  return groups;
 }

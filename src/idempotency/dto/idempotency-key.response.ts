@@ -39,6 +39,22 @@ export class IdempotencyRecordResponse {
   @ApiProperty({ type: 'integer', nullable: true, example: 201, description: 'Status of the stored response; null while pending or when nothing was stored' })
   responseStatus: number | null;
 
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    selfRequired: true,
+    description:
+      'Why a pending attempt cannot finish on its own: a document it would write (payment, journal, outbox event) exists with other ' +
+      'content. The reaper leaves such a record to a human (docs/runbooks/half-applied-state.md); null otherwise',
+    properties: {
+      what: { type: 'string', example: 'payment' },
+      detail: { type: 'string', nullable: true, example: 'payment pay_3b1c differs in amountMinor' },
+      at: DATE_TIME,
+    },
+    required: ['what', 'detail', 'at'],
+  })
+  conflict: { what: string; detail: string | null; at: string } | null;
+
   @ApiProperty(DATE_TIME)
   createdAt: string;
 

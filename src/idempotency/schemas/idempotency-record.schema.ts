@@ -41,6 +41,10 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
     recoveryPoint: { type: String, default: null },
     subject: { type: String, default: null },
     response: { type: ResponseSchema, default: null },
+    conflict: {
+      type: new Schema({ what: { type: String, required: true }, detail: { type: String, default: null }, at: { type: Date, required: true } }, { _id: false }),
+      default: null,
+    },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
     expiresAt: { type: Date, required: true },

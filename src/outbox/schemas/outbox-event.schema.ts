@@ -20,5 +20,7 @@ export const OutboxEventSchema = new Schema<OutboxEvent>(
 );
 
 OutboxEventSchema.index({ status: 1, availableAt: 1 }, { name: 'relay_scan' });
+// Erasure pseudonymizes a customer's events inside its transaction: without this it scans the outbox.
+OutboxEventSchema.index({ tenant: 1, 'payload.customerId': 1 }, { name: 'tenant_customer' });
 // Published events are kept a week for consumers' replays and audits, then collected.
 OutboxEventSchema.index({ publishedAt: 1 }, { expireAfterSeconds: 7 * 86400, name: 'published_ttl' });

@@ -1,0 +1,111 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
+import { Clock } from '../common/clock.js';
+import { idempotencyConfig, type IdempotencyConfig } from '../config/config.tokens.js';
+import { isWriteConflict } from '../database/mongo-errors.js';
+import { TransactionRunner } from '../database/transaction.runner.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { DuplicateClaimError } from './idempotency.errors.js';
+import type { IdempotencyRecord, Lease, RecordLease } from './idempotency-record.js';
+import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
+import { newLease } from './lease.js';
+import { subjectDigest } from './subject.js';
+import { SubjectLockRepository } from './subject-lock.repository.js';
+import type { IdempotentRequest, IdempotentWork } from './idempotent-work.js';
+
+/** How an attempt starts: on an absent key, after an abandoned attempt, or over a finished record past its retention. */
+export type ClaimKind = 'new' | 'restart' | 'replace_expired';
+
+/**
+ * The transactions that start an attempt. Each writes the record first (the
+ * compare-and-set that decides between racing requests), then the data
+ * subject's lock document (so an erasure of that subject and this claim
+ * conflict), then the consumer's first documents (work.begin).
+ */
+@Injectable()
+export class IdempotencyClaims {
+  private readonly logger = new Logger(IdempotencyClaims.name);
+
+  constructor(
+    private readonly records: IdempotencyRecordRepository,
+    private readonly subjects: SubjectLockRepository,
+    private readonly transactions: TransactionRunner,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+    @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
+  ) {}
+
+  /** The new attempt's lease, or null when another request changed the record first (re-read it). */
+  async claim(kind: ClaimKind, recordId: string, old: IdempotencyRecord | null, request: IdempotentRequest, work: IdempotentWork): Promise<Lease | null> {
+    const lease = this.newLease();
+    try {
+      return await this.metrics.timeStore('claim', () =>
+        this.transactions.run(async (session) => {
+          const claimed = await this.writeRecord(session, kind, recordId, old, request, lease);
+          if (request.subject) await this.subjects.touchForClaim(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
+          await work.begin(session, claimed);
+          return claimed;
+        }),
+      );
+    } catch (error) {
+      if (this.lostRace(error, request.operation)) return null;
+      throw error;
+    }
+  }
+
+  /** Takes the expired lease of a pending record; null when someone else got there first. */
+  takeOver(old: IdempotencyRecord): Promise<Lease | null> {
+    return this.metrics.timeStore('take_over', () => this.records.takeOver(old, this.newLease()));
+  }
+
+  /** A unique backstop stopped a second business write: never expected, so counted (it pages) and logged. */
+  private reportDuplicate(error: DuplicateClaimError, operation: string): void {
+    this.metrics.duplicateCreations.inc({ operation });
+    this.logger.error(error.message);
+  }
+
+  private writeRecord(
+    session: ClientSession,
+    kind: ClaimKind,
+    recordId: string,
+    old: IdempotencyRecord | null,
+    request: IdempotentRequest,
+    lease: RecordLease,
+  ): Promise<Lease> {
+    const fresh = this.newRecord(recordId, request);
+    if (kind === 'new' || !old) return this.records.insertPending(session, fresh, lease);
+    if (kind === 'replace_expired') return this.records.replaceExpired(session, old, fresh, lease);
+    return this.records.restart(session, old, lease, { fingerprint: fresh.fingerprint, subject: fresh.subject });
+  }
+
+  /** Someone else claimed or changed the record first: go round and read theirs. */
+  private lostRace(error: unknown, operation: string): boolean {
+    if (error instanceof DuplicateClaimError) {
+      this.reportDuplicate(error, operation);
+      return true;
+    }
+    return error instanceof RecordRaceLostError || isWriteConflict(error);
+  }
+
+  private newRecord(recordId: string, request: IdempotentRequest): NewRecord {
+    const now = this.clock.now();
+    return {
+      _id: recordId,
+      tenant: request.tenant,
+      operation: request.operation,
+      clientKey: request.clientKey,
+      status: 'pending',
+      fingerprint: request.fingerprint,
+      schemaVersion: request.schemaVersion,
+      ttlSeconds: request.ttlSeconds,
+      attempt: 1,
+      subject: request.subject ? subjectDigest(request.tenant, request.subject) : null,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
+    };
+  }
+
+  private newLease(): RecordLease {
+    return newLease(this.clock.now(), this.config.lockTimeoutMs);
+  }
+}

@@ -1,0 +1,32 @@
+import type { ClientSession } from 'mongoose';
+import type { Fingerprint } from './fingerprint.js';
+import type { IdempotentResponse, Lease } from './idempotency-record.js';
+
+export interface IdempotentRequest {
+  tenant: string;
+  operation: string;
+  clientKey: string;
+  schemaVersion: number;
+  ttlSeconds: number;
+  fingerprint: Fingerprint;
+  /** Data subject for erasure (orders: the customer id); stored only as a digest. */
+  subject?: string;
+}
+
+/** A consumer's work, split where the claim transaction ends. */
+export interface IdempotentWork {
+  /** First business writes; runs inside the claim transaction, so it may run more than once. */
+  begin(session: ClientSession, lease: Lease): Promise<void>;
+  /**
+   * Drives the attempt to its end and returns the response it stored with
+   * IdempotencyAttempts.complete/fail. Throwing means "not finished, nothing to store": the
+   * lease is released and the record stays resumable.
+   */
+  resume(lease: Lease): Promise<IdempotentResponse>;
+}
+
+export interface IdempotentResult {
+  response: IdempotentResponse;
+  replayed: boolean;
+  keyExpiresAt: Date;
+}

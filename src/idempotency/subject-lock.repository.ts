@@ -1,0 +1,45 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import { randomInt } from 'node:crypto';
+import type { ClientSession, Model } from 'mongoose';
+import { SUBJECT_LOCK_MODEL, type SubjectLock } from './schemas/subject-lock.schema.js';
+
+/**
+ * Documents per subject. A claim writes one of them, an erasure all of them:
+ * every claim still conflicts with every erasure of its subject, while two
+ * claims of one busy subject (a tenant that sends one customer id for
+ * everything) meet on the same document only one time in STRIPES.
+ */
+export const SUBJECT_LOCK_STRIPES = 16;
+
+/**
+ * The meeting point of a claim and an erasure of one data subject. Under
+ * snapshot isolation an erasure does not see a claim that commits after its
+ * snapshot, and the two write different documents, so nothing stops it from
+ * answering 200 while the new order keeps the customer id. Both writing one
+ * document makes them conflict: the later one retries (WriteConflict is
+ * transient) and then sees the other - the erasure finds the order, or the
+ * claim runs after the erasure (a new request, which may name its customer).
+ * Ids are the subject digest the erasure record keeps anyway, plus a stripe.
+ */
+@Injectable()
+export class SubjectLockRepository {
+  constructor(@InjectModel(SUBJECT_LOCK_MODEL) private readonly locks: Model<SubjectLock>) {}
+
+  /** A claim's write: one stripe. */
+  async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<void> {
+    await this.locks.updateOne({ _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) }, { $set: { updatedAt: now } }, { session, upsert: true });
+  }
+
+  /** An erasure's write: every stripe, in one round trip. */
+  async touchForErasure(session: ClientSession, subject: string, now: Date): Promise<void> {
+    const stripes = Array.from({ length: SUBJECT_LOCK_STRIPES }, (_, stripe) => ({
+      updateOne: { filter: { _id: stripeId(subject, stripe) }, update: { $set: { updatedAt: now } }, upsert: true },
+    }));
+    await this.locks.bulkWrite(stripes, { session, ordered: true });
+  }
+}
+
+function stripeId(subject: string, stripe: number): string {
+  return `${subject}:${stripe}`;
+}

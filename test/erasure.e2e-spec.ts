@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { ClientSession, Connection } from 'mongoose';
+import { fingerprintRequest } from '../src/idempotency/fingerprint.js';
+import { OrderRepository } from '../src/orders/order.repository.js';
+import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
+import { onEmulator } from './support/backend.js';
+import { ControllableGateway } from './support/controllable-gateway.js';
+import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Write {
+  collection: string;
+  method: string;
+  target: string | null;
+}
+
+/** The _ids a write names: inserted documents, a filter's _id, or each statement's of a bulk write. */
+function writtenIds(method: string, first: unknown): (string | null)[] {
+  const idOf = (value: unknown) => (typeof (value as { _id?: unknown })?._id === 'string' ? (value as { _id: string })._id : null);
+  if (method === 'insertMany') return (first as unknown[]).map(idOf);
+  if (method === 'bulkWrite') return (first as Record<string, { filter?: unknown }>[]).map((op) => idOf(Object.values(op)[0]?.filter));
+  return [idOf(first)];
+}
+
+/** The documents each transaction wrote, by _id, captured from mongoose's operation-start events. */
+function captureTransactionWrites(connection: Connection): Map<ClientSession, Write[]> {
+  const writes = new Map<ClientSession, Write[]>();
+  connection.on('operation-start', (operation: { collectionName: string; method: string; params: unknown[] }) => {
+    const options = operation.params.find((param): param is { session: ClientSession } => !!(param as { session?: unknown })?.session);
+    if (!options?.session.inTransaction()) return;
+    const ids = writtenIds(operation.method, operation.params[0]);
+    const list = writes.get(options.session) ?? [];
+    for (const id of ids) list.push({ collection: operation.collectionName, method: operation.method, target: id ? `${operation.collectionName}/${id}` : null });
+    writes.set(options.session, list);
+  });
+  return writes;
+}
+
+describe('erasure: a concurrent claim cannot slip past it, and nothing of the body survives it', () => {
+  let t: TestApp;
+  let gateway: ControllableGateway;
+
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'test_erasure',
+      override: (builder) => builder.overrideProvider(PaymentGateway).useClass(ControllableGateway),
+    });
+    gateway = t.app.get(PaymentGateway) as ControllableGateway;
+  });
+  beforeEach(async () => {
+    await t.reset();
+    gateway.reset();
+  });
+  afterAll(async () => t.close());
+
+  const post = (key: string, body: object) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+  const erase = (customerId: string) => t.http().delete(`/v1/customers/${customerId}/data`).set(auth()).expect(200);
+
+  it('a claim and an erasure of one customer write one common document, so under snapshot isolation they conflict', async () => {
+    const writes = captureTransactionWrites(t.app.get<Connection>(getConnectionToken()));
+    // The customer has nothing yet: the erasure finds no record and no order to change.
+    await erase('cus_meet');
+    await post('k-meet', orderBody({ customerId: 'cus_meet' })).expect(201);
+
+    const transactions = [...writes.values()];
+    const erasure = transactions.find((tx) => tx.some((write) => write.collection === 'erasures'))!;
+    const claim = transactions.find((tx) => tx.some((write) => write.collection === 'orders' && write.method === 'insertMany'))!;
+    const erasureTargets = new Set(erasure.map((write) => write.target).filter(Boolean));
+    const common = claim.map((write) => write.target).filter((target) => target && erasureTargets.has(target));
+    expect(common).not.toEqual([]);
+  });
+
+  it('keeps no fingerprint of the erased body: a retry with any body gets the stored 410, never a 422 oracle', async () => {
+    const body = orderBody({ customerId: 'cus_fp' });
+    await post('k-fp', body).expect(201);
+    await erase('cus_fp');
+
+    const raw = await t.db.collection('idempotency_records').findOne({ clientKey: 'k-fp' });
+    // A low-entropy body (customer id, items) could be guessed and checked against an unkeyed hash of it.
+    expect(raw!.fingerprint.value).not.toBe(fingerprintRequest('POST', '/v1/orders', body).value);
+    expect(JSON.stringify(raw)).not.toContain(fingerprintRequest('POST', '/v1/orders', body).value);
+    expect(raw!.subject).toBeNull();
+
+    const same = await post('k-fp', body).expect(410);
+    expect(same.body.code).toBe('response_erased');
+    const guess = await post('k-fp', orderBody({ customerId: 'cus_other' })).expect(410);
+    expect(guess.text).toBe(same.text);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+  });
+
+  it('an abandoned attempt of an erased customer restarts with the new request\'s fingerprint', async () => {
+    gateway.failNext(1);
+    await post('k-fp-restart', orderBody({ customerId: 'cus_fp2' })).expect(503);
+    await t.db.collection('idempotency_records').updateOne({}, { $set: { status: 'failed', lease: null } });
+    await t.db.collection('orders').updateOne({}, { $set: { state: 'failed', failureReason: 'abandoned' } });
+    await erase('cus_fp2');
+
+    const again = await post('k-fp-restart', orderBody({ customerId: 'cus_fp2' })).expect(201);
+    expect(again.body.customerId).toBe('cus_fp2');
+    const record = await t.db.collection('idempotency_records').findOne({});
+    expect(record).toMatchObject({ status: 'complete', attempt: 2, fingerprint: fingerprintRequest('POST', '/v1/orders', orderBody({ customerId: 'cus_fp2' })) });
+    await post('k-fp-restart', orderBody({ customerId: 'cus_other' })).expect(422);
+  });
+
+  const realInterleaving = 'an erasure paused after its reads while a claim commits needs true snapshot-isolation interleavings (the serialized emulator runs one transaction at a time)';
+  (onEmulator() ? it.skip : it)('an order claimed while the erasure runs is pseudonymized, or claimed after it', async () => {
+    const orders = t.app.get(OrderRepository);
+    const pseudonymize = orders.pseudonymizeCustomer.bind(orders);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const spy = jest.spyOn(orders, 'pseudonymizeCustomer').mockImplementation(async (...args) => {
+      const count = await pseudonymize(...args);
+      await released; // the erasure's snapshot is taken; a claim of the same customer comes now
+      return count;
+    });
+    try {
+      const erasure = erase('cus_race');
+      await sleep(100);
+      const claim = post('k-race', orderBody({ customerId: 'cus_race' }));
+      const claimDone = claim.then((res) => res);
+      await sleep(500);
+      const committedDuringErasure = (await t.db.collection('orders').countDocuments({ customerId: 'cus_race' })) > 0;
+      release();
+      await erasure;
+      expect((await claimDone).status).toBe(201);
+      const order = await t.db.collection('orders').findOne({});
+      // Either the claim conflicted and ran after the erasure (a new request may name its customer),
+      // or the erasure saw it: never an order committed before the erasure's 200 that still names them.
+      if (committedDuringErasure) expect(order!.customerId).toMatch(/^erased_/);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+  });
+  if (onEmulator()) process.stdout.write(`SKIPPED on the emulator: "an order claimed while the erasure runs" - ${realInterleaving}\n`);
+});
