@@ -27,6 +27,8 @@ export interface InvariantInput {
   acknowledgedOrderIds?: string[];
   /** After the reaper deadline nothing may be left pending. */
   requireSettled?: boolean;
+  /** The clock the service ran on (tests that move time); default: now. */
+  now?: Date;
 }
 
 /** What the promise is about: one (tenant, operation, client key), whatever record id or schema version holds it. */
