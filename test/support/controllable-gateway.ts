@@ -48,6 +48,11 @@ export class ControllableGateway extends SimulatedPaymentGateway {
     return { reached: reachedPromise, release };
   }
 
+  /** Disarms a hold that no charge call reached. */
+  cancelHold(): void {
+    this.latch = null;
+  }
+
   override async charge(request: ChargeRequest): Promise<ChargeResult> {
     this.calls++;
     if (this.latch?.phase === 'before') await this.wait();
@@ -79,6 +84,7 @@ export class ControllableGateway extends SimulatedPaymentGateway {
  */
 export class ThrowingFaultInjector {
   private armed: string | null = null;
+  private fired = false;
 
   crashOnceAt(point: FaultPoint): void {
     this.armed = point;
@@ -86,11 +92,20 @@ export class ThrowingFaultInjector {
 
   reset(): void {
     this.armed = null;
+    this.fired = false;
+  }
+
+  /** Whether the armed crash fired since the last call; an unfired one is disarmed. */
+  consumeFired(): boolean {
+    const fired = this.fired;
+    this.reset();
+    return fired;
   }
 
   crashIf(point: FaultPoint): void {
     if (this.armed !== point) return;
     this.armed = null;
+    this.fired = true;
     throw new SimulatedCrash();
   }
 }

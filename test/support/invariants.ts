@@ -27,6 +27,8 @@ export interface InvariantInput {
   acknowledgedOrderIds?: string[];
   /** After the reaper deadline nothing may be left pending. */
   requireSettled?: boolean;
+  /** The clock the service ran on (tests that move time); default: now. */
+  now?: Date;
 }
 
 /** What the promise is about: one (tenant, operation, client key), whatever record id or schema version holds it. */
@@ -52,7 +54,7 @@ export async function findViolations(input: InvariantInput): Promise<string[]> {
   const charges = await simulatorDb.collection<{ _id: string; amountMinor: number }>('charges').find({ status: 'succeeded' }).toArray();
   const chargeByOrder = new Map(charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
 
-  const now = new Date();
+  const now = input.now ?? new Date();
   const recordsByScope = groupBy(records, scopeOf);
   for (const [scope, scopeRecords] of recordsByScope) {
     const live = scopeRecords.filter((record) => record.status === 'pending' || record.expiresAt > now);

@@ -1,0 +1,172 @@
+import type { Type } from '@nestjs/common';
+import { Clock } from '../../src/common/clock.js';
+import { FaultInjector } from '../../src/common/fault-injector.js';
+import type { FaultPoint } from '../../src/config/configuration.js';
+import { IdempotencyReaper, type ReaperRun } from '../../src/idempotency/idempotency-reaper.js';
+import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
+import { ControllableGateway, ThrowingFaultInjector } from '../support/controllable-gateway.js';
+import { auth, startApp, type TestApp } from '../support/test-app.js';
+
+/** One clock for every instance, moved only by the test. */
+export class ManualClock extends Clock {
+  private offsetMs = 0;
+  private base = Date.now();
+
+  now(): Date {
+    return new Date(this.base + this.offsetMs);
+  }
+
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+
+  reset(): void {
+    this.base = Date.now();
+    this.offsetMs = 0;
+  }
+}
+
+export interface Instance {
+  t: TestApp;
+  gateway: ControllableGateway;
+  faults: ThrowingFaultInjector;
+  reaper: IdempotencyReaper;
+}
+
+export interface Reply {
+  status: number;
+  body: string;
+  replayed: boolean;
+}
+
+/** A request stopped at the provider call (before or after it charged): it resumes when the model says so. */
+export interface Zombie {
+  instance: number;
+  key: string;
+  variant: number;
+  release: () => void;
+  reply: Promise<Reply>;
+}
+
+export const SETTINGS = { leaseMs: 5_000, ttlSeconds: 60 };
+
+/**
+ * The system under test of the model-based suite: two real AppModules on one
+ * store (on the emulator, through the serializing proxy), one manual clock,
+ * and per instance the real payment simulator with test controls (outages,
+ * a latch at the provider call) and a fault injector that throws at a crash
+ * point - the database is left exactly as a crash there would leave it.
+ */
+export class ProtocolSystem {
+  readonly zombies: Zombie[] = [];
+
+  private constructor(
+    readonly instances: Instance[],
+    readonly clock: ManualClock,
+  ) {}
+
+  /** `gateway`: the payment gateway class of every instance (a planted defect can swap it). */
+  static async start(dbName: string, gateway: Type<ControllableGateway> = ControllableGateway): Promise<ProtocolSystem> {
+    const clock = new ManualClock();
+    const instances: Instance[] = [];
+    for (let i = 0; i < 2; i++) {
+      const faults = new ThrowingFaultInjector();
+      const t = await startApp({
+        dbName,
+        keepData: i > 0,
+        env: {
+          IDEMPOTENCY_LOCK_TIMEOUT_MS: String(SETTINGS.leaseMs),
+          IDEMPOTENCY_TTL_SECONDS: String(SETTINGS.ttlSeconds),
+          IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '0',
+        },
+        override: (builder) =>
+          builder.overrideProvider(Clock).useValue(clock).overrideProvider(PaymentGateway).useClass(gateway).overrideProvider(FaultInjector).useValue(faults),
+      });
+      instances.push({ t, faults, gateway: t.app.get(PaymentGateway) as ControllableGateway, reaper: t.app.get(IdempotencyReaper) });
+    }
+    return new ProtocolSystem(instances, clock);
+  }
+
+  get primary(): TestApp {
+    return this.instances[0].t;
+  }
+
+  async send(instance: number, key: string, body: object): Promise<Reply> {
+    const res = await this.instances[instance].t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+    return { status: res.status, body: res.text, replayed: res.headers['idempotent-replayed'] === 'true' };
+  }
+
+  /**
+   * Sends with the provider call held: resolves with a zombie once the
+   * request waits there, or with its reply if it never reached the provider
+   * (a replay, a 409, a 422).
+   */
+  async sendAndHold(instance: number, key: string, body: object, variant: number, phase: 'before' | 'after'): Promise<Zombie | Reply> {
+    const { gateway } = this.instances[instance];
+    const hold = gateway.holdNextCharge(phase);
+    const reply = this.send(instance, key, body);
+    const first = await Promise.race([hold.reached.then(() => 'held' as const), reply]);
+    if (first !== 'held') {
+      gateway.cancelHold();
+      return first;
+    }
+    const zombie = { instance, key, variant, release: hold.release, reply };
+    this.zombies.push(zombie);
+    return zombie;
+  }
+
+  async resume(index: number): Promise<{ zombie: Zombie; reply: Reply }> {
+    const [zombie] = this.zombies.splice(index, 1);
+    zombie.release();
+    return { zombie, reply: await zombie.reply };
+  }
+
+  armCrash(instance: number, point: FaultPoint): void {
+    this.instances[instance].faults.crashOnceAt(point);
+  }
+
+  /** True when the armed crash fired during the last request (and disarms it otherwise). */
+  crashed(instance: number): boolean {
+    return this.instances[instance].faults.consumeFired();
+  }
+
+  providerOutage(on: boolean): void {
+    for (const { gateway } of this.instances) gateway.failNext(on ? Number.MAX_SAFE_INTEGER : 0);
+  }
+
+  reap(instance: number): Promise<ReaperRun> {
+    return this.instances[instance].reaper.runOnce();
+  }
+
+  async erase(customerId: string): Promise<number> {
+    const res = await this.primary.http().delete(`/v1/customers/${customerId}/data`).set(auth());
+    return res.status;
+  }
+
+  /** Lets every zombie finish, ends the outage, and lets time pass until the reaper settles everything. */
+  async drain(): Promise<Reply[]> {
+    this.providerOutage(false);
+    for (const { faults } of this.instances) faults.reset();
+    const replies: Reply[] = [];
+    while (this.zombies.length > 0) replies.push((await this.resume(0)).reply);
+    this.clock.advance(SETTINGS.leaseMs + 1);
+    for (let pass = 0; pass < 2; pass++) for (let i = 0; i < this.instances.length; i++) await this.reap(i);
+    return replies;
+  }
+
+  async reset(): Promise<void> {
+    await this.drain();
+    for (const instance of this.instances) {
+      instance.gateway.reset();
+      instance.faults.reset();
+    }
+    this.clock.reset();
+    await this.primary.reset();
+  }
+
+  async close(): Promise<void> {
+    // A held request would keep its app from closing.
+    await this.drain().catch(() => undefined);
+    for (const instance of this.instances) await instance.t.close();
+  }
+}
