@@ -90,18 +90,21 @@ describe('erasure: a concurrent claim cannot slip past it, and nothing of the bo
     expect(await t.db.collection('orders').countDocuments()).toBe(1);
   });
 
-  it('an abandoned attempt of an erased customer restarts with the new request\'s fingerprint', async () => {
+  it('an abandoned attempt of an erased customer is closed: 410 for any body, never run again with the erased id', async () => {
     gateway.failNext(1);
     await post('k-fp-restart', orderBody({ customerId: 'cus_fp2' })).expect(503);
     await t.db.collection('idempotency_records').updateOne({}, { $set: { status: 'failed', lease: null } });
     await t.db.collection('orders').updateOne({}, { $set: { state: 'failed', failureReason: 'abandoned' } });
     await erase('cus_fp2');
 
-    const again = await post('k-fp-restart', orderBody({ customerId: 'cus_fp2' })).expect(201);
-    expect(again.body.customerId).toBe('cus_fp2');
-    const record = await t.db.collection('idempotency_records').findOne({});
-    expect(record).toMatchObject({ status: 'complete', attempt: 2, fingerprint: fingerprintRequest('POST', '/v1/orders', orderBody({ customerId: 'cus_fp2' })) });
-    await post('k-fp-restart', orderBody({ customerId: 'cus_other' })).expect(422);
+    for (const body of [orderBody({ customerId: 'cus_fp2' }), orderBody({ customerId: 'cus_other' })]) {
+      const again = await post('k-fp-restart', body).expect(410);
+      expect(again.body.code).toBe('response_erased');
+    }
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await t.db.collection('orders').countDocuments({ customerId: 'cus_fp2' })).toBe(0);
+    // A new key is a new request.
+    await post('k-fp-new', orderBody({ customerId: 'cus_fp2' })).expect(201);
   });
 
   const realInterleaving = 'an erasure paused after its reads while a claim commits needs true snapshot-isolation interleavings (the serialized emulator runs one transaction at a time)';

@@ -19,7 +19,7 @@ import { ControllableGateway } from './support/controllable-gateway.js';
  * MODEL_RUNS=500 for a soak; a failure prints its seed and path, and
  * MODEL_SEED=... MODEL_PATH=... replays exactly that run.
  */
-const MODEL_RUNS = Number(process.env.MODEL_RUNS ?? 100);
+const MODEL_RUNS = Number(process.env.MODEL_RUNS ?? 300);
 const MAX_COMMANDS = 25;
 
 function protocolProperty(system: ProtocolSystem) {

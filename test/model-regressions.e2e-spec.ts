@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, it } from '@jest/globals';
 import fc from 'fast-check';
-import { AdvanceClockCommand, CrashCommand, Model, ReaperCommand, SendCommand, settle } from './model/protocol-model.js';
+import { AdvanceClockCommand, CrashCommand, EraseCommand, Model, ReaperCommand, SendCommand, settle } from './model/protocol-model.js';
 import { SETTINGS, ProtocolSystem } from './model/system.js';
 
 /** Counterexamples the model-based run found and shrank, kept as plain regression tests. */
@@ -18,12 +18,33 @@ describe('model-based regressions', () => {
     await settle(model, system);
   };
 
+  // The model's own accounting: an armed crash fires in the reaper too.
   it('a zombie held after the charge, its record reaped past retention, then resumed', async () => {
     await run([
       new SendCommand(0, 'k-a', 0, 'after'),
       new CrashCommand(0, 'after-charged'),
       new AdvanceClockCommand(SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1),
       new ReaperCommand(0),
+    ]);
+  });
+
+  // Found by soaks: the customer was erased while their request waited at the provider; the reaper
+  // abandoned the attempt; the request, resumed, started a new attempt with the erased id - at once,
+  // or once the abandoned record had passed its retention.
+  const PAST_LEASE = SETTINGS.leaseMs + 1;
+  const PAST_RETENTION = SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1;
+  it.each([
+    ['declined card, past the lease', 2, PAST_LEASE, 0],
+    ['good card, past retention', 0, PAST_RETENTION, 0],
+    ['declined card, the abandoned record past its retention', 2, PAST_RETENTION, PAST_RETENTION],
+    ['good card, the abandoned record past its retention', 0, PAST_LEASE, PAST_RETENTION],
+  ])('an erasure while the request waits at the provider, then the reaper abandons it (%s)', async (_, variant, before, after) => {
+    await run([
+      new SendCommand(0, 'k-a', variant, 'before'),
+      new AdvanceClockCommand(before),
+      new EraseCommand(variant === 2 ? 1 : 0),
+      new ReaperCommand(0),
+      ...(after > 0 ? [new AdvanceClockCommand(after)] : []),
     ]);
   });
 });

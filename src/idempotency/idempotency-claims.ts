@@ -5,7 +5,7 @@ import { idempotencyConfig, type IdempotencyConfig } from '../config/config.toke
 import { isWriteConflict } from '../database/mongo-errors.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { DuplicateClaimError } from './idempotency.errors.js';
+import { DuplicateClaimError, SubjectErasedError } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease, RecordLease } from './idempotency-record.js';
 import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
@@ -35,14 +35,23 @@ export class IdempotencyClaims {
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
   ) {}
 
-  /** The new attempt's lease, or null when another request changed the record first (re-read it). */
+  /**
+   * The new attempt's lease, or null when another request changed the record
+   * first (re-read it). Throws SubjectErasedError, writing nothing, when the
+   * request's data subject was erased after the request arrived: a request
+   * that predates an erasure never stores the erased data (an erasure during
+   * a long wait, or before a zombie's attempt is abandoned and retried).
+   */
   async claim(kind: ClaimKind, recordId: string, old: IdempotencyRecord | null, request: IdempotentRequest, work: IdempotentWork): Promise<Lease | null> {
     const lease = this.newLease();
     try {
       return await this.metrics.timeStore('claim', () =>
         this.transactions.run(async (session) => {
           const claimed = await this.writeRecord(session, kind, recordId, old, request, lease);
-          if (request.subject) await this.subjects.touchForClaim(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
+          if (request.subject) {
+            const erasedAt = await this.subjects.touchForClaim(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
+            if (erasedAt && erasedAt.getTime() > request.receivedAt.getTime()) throw new SubjectErasedError();
+          }
           await work.begin(session, claimed);
           return claimed;
         }),

@@ -19,10 +19,13 @@ export class IdempotencyErasure {
   /**
    * Inside the caller's transaction: every stored response of the subject
    * becomes a 410 `response_erased` (the record stays final, so a retry still
-   * never re-executes). Records still in flight have no response yet; they
-   * keep the subject digest, so the consumer must build their final response
-   * from data the erasure already changed. Call it first in the erasure
-   * transaction: its first write is what makes a concurrent claim conflict.
+   * never re-executes), and every record of the subject forgets its body's
+   * fingerprint - finished or still in flight. One in flight has no response
+   * yet: if it completes, the consumer builds its response from data the
+   * erasure already changed; if it is abandoned, the key answers 410 from then
+   * on instead of running the erased request again (record-decision.ts).
+   * Call it first in the erasure transaction: its first write is what makes
+   * a concurrent claim conflict.
    */
   async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
     const now = this.clock.now();
@@ -30,10 +33,10 @@ export class IdempotencyErasure {
     // First: the write every claim of this subject makes too, so a claim committing after this
     // transaction's snapshot conflicts with it instead of slipping past (SubjectLockRepository).
     await this.subjects.touchForErasure(session, digest, now);
-    const finished = await this.records.findFinishedForSubject(session, tenant, digest);
-    for (const record of finished) {
+    const records = await this.records.findForSubject(session, tenant, digest);
+    for (const record of records) {
       await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
     }
-    return finished.length;
+    return records.length;
   }
 }

@@ -193,9 +193,9 @@ export class IdempotencyRecordRepository {
     return result.matchedCount === 1;
   }
 
-  findFinishedForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
+  findForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
     return this.records
-      .find({ tenant, subject, status: { $in: ['complete', 'failed'] } })
+      .find({ tenant, subject })
       .session(session)
       .lean<IdempotencyRecord[]>()
       .exec();

@@ -60,6 +60,17 @@ export class AttemptAbandonedError extends Error {
  * identical one is adopted, never reported. The idempotency service counts
  * it, notes it on the record (admin API) and stops; it pages.
  */
+/**
+ * The request's data subject was erased after the request arrived: its claim
+ * was rolled back and it is answered 410 response_erased, like a key whose
+ * stored response was erased.
+ */
+export class SubjectErasedError extends Error {
+  constructor() {
+    super('The data subject of this request was erased after it arrived');
+  }
+}
+
 export class DuplicateClaimError extends Error {
   constructor(
     readonly what: string,

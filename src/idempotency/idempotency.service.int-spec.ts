@@ -45,6 +45,7 @@ describe('IdempotencyService with a minimal consumer', () => {
   afterAll(async () => t.close());
 
   const request = (overrides: Partial<IdempotentRequest> = {}): IdempotentRequest => ({
+    receivedAt: new Date(),
     tenant: 'acme',
     operation: 'widgets.create',
     clientKey: 'k-1',

@@ -14,13 +14,14 @@ import {
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   LeaseLostError,
+  SubjectErasedError,
 } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease } from './idempotency-record.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
 import { IdempotencyClaims } from './idempotency-claims.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { decide } from './record-decision.js';
-import { StoredResponses } from './stored-responses.js';
+import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { retryAfterSeconds } from './retry-after.js';
 import { scopeKey } from './scope-key.js';
 
@@ -64,6 +65,7 @@ export class IdempotencyService {
       ttlSeconds: key.ttlSeconds ?? this.config.ttlSeconds,
       fingerprint: fingerprintRequest(key.method, key.route, body),
       subject,
+      receivedAt: this.clock.now(),
     };
   }
 
@@ -73,7 +75,7 @@ export class IdempotencyService {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       // Read first: a replay costs one look-up, not an aborted claim transaction.
       const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
-      const result = record ? await this.onExisting(record, request, work) : await this.claimAndDrive(recordId, request, work);
+      const result = await this.onRecord(record, recordId, request, work);
       if (result) return result;
     }
     // Every round lost a race: the key is hot; tell the client to come back.
@@ -107,6 +109,16 @@ export class IdempotencyService {
     return lease ? this.drive(request, lease, work, 'claimed') : null;
   }
 
+  private async onRecord(record: IdempotencyRecord | null, recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+    try {
+      return record ? await this.onExisting(record, request, work) : await this.claimAndDrive(recordId, request, work);
+    } catch (error) {
+      if (!(error instanceof SubjectErasedError)) throw error;
+      this.count(request, 'subject_erased');
+      return { response: erasedResponse(), replayed: false, keyExpiresAt: this.clock.now() };
+    }
+  }
+
   /** Returns a result, or null to go round again (the record changed under us). */
   private async onExisting(record: IdempotencyRecord, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
     switch (decide(record, request.fingerprint, this.clock.now())) {
@@ -122,6 +134,9 @@ export class IdempotencyService {
         return this.takeOver(record, request, work);
       case 'restart':
         return this.startOver(record, request, work, 'restarted');
+      case 'erased':
+        this.count(request, 'replayed');
+        return { response: erasedResponse(), replayed: true, keyExpiresAt: record.expiresAt };
       case 'replace_expired':
         // A legacy-id record that just expired is not replaced: the next round claims the key's own id.
         if (record._id !== this.recordIdFor(request)) return null;

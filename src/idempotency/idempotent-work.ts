@@ -11,6 +11,8 @@ export interface IdempotentRequest {
   fingerprint: Fingerprint;
   /** Data subject for erasure (orders: the customer id); stored only as a digest. */
   subject?: string;
+  /** When the request arrived (the Clock's time): an erasure of its subject after that stops it. */
+  receivedAt: Date;
 }
 
 /** A consumer's work, split where the claim transaction ends. */

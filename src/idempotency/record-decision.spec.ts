@@ -64,10 +64,11 @@ describe('decide (what to do with a record found under the key)', () => {
     expect(decide(stale, fingerprint, now)).toBe('take_over');
   });
 
-  it('an erased record (no fingerprint left) answers any body with its stored response', () => {
+  it('an erased record (no fingerprint left) answers any body with its stored response, or 410 if it has none', () => {
     const erased = record({ status: 'complete', response: { ...stored, status: 410 }, lease: null, fingerprint: ERASED_FINGERPRINT });
     expect(decide(erased, { ...fingerprint, value: 'bbb' }, now)).toBe('replay');
-    expect(decide({ ...erased, response: null, status: 'failed' }, { ...fingerprint, value: 'bbb' }, now)).toBe('restart');
+    // Abandoned, then erased (or erased while in flight, then abandoned): a new attempt would run the erased request again.
+    expect(decide({ ...erased, response: null, status: 'failed' }, fingerprint, now)).toBe('erased');
   });
 
   it('compares the fingerprint algorithm too', () => {

@@ -13,7 +13,9 @@ export type RecordDecision =
   /** Unfinished and its lease expired: take the lease and resume. */
   | 'take_over'
   /** Failed without a stored response (abandoned): start a new attempt. */
-  | 'restart';
+  | 'restart'
+  /** Its data subject was erased and it has no stored response: answer 410, never run the request again. */
+  | 'erased';
 
 /**
  * What to do with a record found under the key. Unfinished work is never
@@ -25,7 +27,9 @@ export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now:
   if (finished && record.expiresAt.getTime() <= now.getTime()) return 'replace_expired';
   // An erased record no longer knows its body: whatever is sent gets its stored (410) answer.
   if (!isErasedFingerprint(record.fingerprint) && !sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
-  if (finished) return record.response ? 'replay' : 'restart';
+  if (finished && record.response) return 'replay';
+  // An abandoned attempt of an erased subject: a new attempt would store the erased data again.
+  if (finished) return isErasedFingerprint(record.fingerprint) ? 'erased' : 'restart';
   const leaseLive = record.lease !== null && record.lease.expiresAt.getTime() > now.getTime();
   return leaseLive ? 'in_flight' : 'take_over';
 }

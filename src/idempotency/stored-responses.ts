@@ -26,7 +26,12 @@ export class StoredResponses {
 
   /** What replaces a stored response after erasure: a final 410, so a retry still never re-executes. */
   erased(record: IdempotencyRecord): StoredResponseDoc {
-    const body = JSON.stringify(problem(410, 'response_erased', ERASED_DETAIL));
-    return this.seal(record._id, record.schemaVersion, { status: 410, headers: { 'content-type': PROBLEM_CONTENT_TYPE }, body });
+    return this.seal(record._id, record.schemaVersion, erasedResponse());
   }
+}
+
+/** The answer for a key whose data subject was erased. */
+export function erasedResponse(): IdempotentResponse {
+  const body = JSON.stringify(problem(410, 'response_erased', ERASED_DETAIL));
+  return { status: 410, headers: { 'content-type': PROBLEM_CONTENT_TYPE }, body };
 }

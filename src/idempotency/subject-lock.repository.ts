@@ -26,15 +26,19 @@ export const SUBJECT_LOCK_STRIPES = 16;
 export class SubjectLockRepository {
   constructor(@InjectModel(SUBJECT_LOCK_MODEL) private readonly locks: Model<SubjectLock>) {}
 
-  /** A claim's write: one stripe. */
-  async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<void> {
-    await this.locks.updateOne({ _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) }, { $set: { updatedAt: now } }, { session, upsert: true });
+  /** A claim's write: one stripe. Returns the subject's last erasure, if any. */
+  async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<Date | null> {
+    const stripe = await this.locks
+      .findOneAndUpdate({ _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) }, { $set: { updatedAt: now } }, { session, upsert: true, new: true })
+      .lean<SubjectLock>()
+      .exec();
+    return stripe?.erasedAt ?? null;
   }
 
   /** An erasure's write: every stripe, in one round trip. */
   async touchForErasure(session: ClientSession, subject: string, now: Date): Promise<void> {
     const stripes = Array.from({ length: SUBJECT_LOCK_STRIPES }, (_, stripe) => ({
-      updateOne: { filter: { _id: stripeId(subject, stripe) }, update: { $set: { updatedAt: now } }, upsert: true },
+      updateOne: { filter: { _id: stripeId(subject, stripe) }, update: { $set: { updatedAt: now, erasedAt: now } }, upsert: true },
     }));
     await this.locks.bulkWrite(stripes, { session, ordered: true });
   }

@@ -36,7 +36,7 @@ export class MetricsService {
 
   readonly idempotencyOutcomes = new Counter({
     name: 'idempotency_requests_total',
-    help: 'Idempotent requests by operation and outcome (claimed, replayed, in_flight_conflict, payload_mismatch, resumed, restarted, expired)',
+    help: 'Idempotent requests by operation and outcome (claimed, replayed, in_flight_conflict, payload_mismatch, resumed, restarted, expired, subject_erased)',
     labelNames: ['operation', 'outcome'] as const,
     registers: [this.registry],
   });

@@ -67,10 +67,15 @@ function judge(model: Model, key: string, variant: number, reply: Reply, crashed
   if (status >= 500) return fail('5xx');
   if (status === 409) return state ? undefined : fail('409 for a key nobody sent before');
   if (status === 422) return state && (state.anyVariant || state.variant !== variant) ? undefined : fail('422 for the body that owns the key');
-  if (status === 410) return state?.erased ? undefined : fail('410 for a key whose customer was not erased');
+  if (status === 410) {
+    if (!state?.erased) return fail('410 for a key whose customer was not erased');
+    state.final ??= { status, body: reply.body };
+    return;
+  }
   if (status !== 201 && status !== 402) return fail('unexpected status');
+  if (state?.erased && reply.body.includes(CUSTOMERS[VARIANTS[state.variant].customer])) return fail('an erased customer id answered');
   if (state?.final) {
-    if (state.erased) return reply.body.includes(CUSTOMERS[VARIANTS[variant].customer]) ? fail('erased customer id replayed') : undefined;
+    if (state.erased) return undefined;
     if (status !== state.final.status || reply.body !== state.final.body) return fail(`a second, different final answer (first: ${state.final.status} ${state.final.body.slice(0, 120)})`);
     return reply.replayed ? undefined : fail('the same answer again without Idempotent-Replayed');
   }
@@ -181,10 +186,11 @@ export class EraseCommand implements Cmd {
     const status = await system.erase(CUSTOMERS[this.customer]);
     if (status !== 200) throw new Error(`erasure answered ${status}`);
     model.erased.add(CUSTOMERS[this.customer]);
+    // Every key of the customer, finished or still in flight, answers 410 or a body without the id from now on.
     for (const [, state] of model.keys) {
       if (VARIANTS[state.variant].customer !== this.customer) continue;
       state.anyVariant = true;
-      if (state.final) state.erased = true;
+      state.erased = true;
     }
   }
   toString = () => `erase(${CUSTOMERS[this.customer]})`;
