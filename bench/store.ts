@@ -88,6 +88,19 @@ export class BenchStore {
     return orders.map((order) => ({ recordId: order.idempotency?.recordId ?? '(none)', state: order.state }));
   }
 
+  /** Adds finished idempotency records of other keys until the collection holds `total` (the growth scenario). */
+  async growRecords(total: number, prefix: string): Promise<void> {
+    const records = this.db.collection<StoredDoc>('idempotency_records');
+    for (let count = await records.countDocuments(); count < total; ) {
+      const batch = Array.from({ length: Math.min(1000, total - count) }, (_, i) => {
+        const { record } = claimDocuments(`${prefix}-${count + i}`);
+        return { ...record, status: 'complete', lease: null, response: { status: 201, body: randomBytes(300).toString('base64') } };
+      });
+      await records.insertMany(batch, { ordered: false });
+      count += batch.length;
+    }
+  }
+
   /** Only for a MONGODB_URI backend (ephemeral ones vanish on stop); the emulator has no dropDatabase. */
   async dropBenchDatabases(): Promise<void> {
     await this.db.dropDatabase().catch(() => undefined);
@@ -206,12 +219,13 @@ function createDocuments(clientKey: string) {
 /** Documents shaped like the service's claim (idempotency record + pending order), not sharing its code. */
 function claimDocuments(clientKey: string) {
   const now = new Date();
-  const recordId = `bench:orders-service:orders.create:v1:${clientKey}`;
+  const recordId = `bench:orders-service:orders.create:key:${clientKey}`;
   const orderId = `ord_${randomBytes(12).toString('hex')}`;
   const record = {
     _id: recordId,
     tenant: 'bench',
     operation: 'orders.create',
+    clientKey,
     status: 'pending',
     fingerprint: { algorithm: 'sha256-cjson-v1', value: randomBytes(32).toString('hex') },
     schemaVersion: 1,
