@@ -1,16 +1,25 @@
+import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
 
-export const FINGERPRINT_ALGORITHM = 'sha256-cjson-v1';
+/** SHA-256 over the RFC 8785 JSON Canonicalization Scheme: the standard canonical form, by a kept library. */
+export const FINGERPRINT_ALGORITHM = 'sha256-jcs-v2';
+/** The hand-written canonical JSON of earlier releases: records stored under it are verified until they expire. */
+export const LEGACY_FINGERPRINT_ALGORITHM = 'sha256-cjson-v1';
 
 export interface Fingerprint {
   algorithm: string;
   value: string;
 }
 
+/** A request's fingerprint, plus the same request under the algorithms older records may carry. */
+export interface RequestFingerprint extends Fingerprint {
+  previous: Fingerprint[];
+}
+
 /**
- * Canonical JSON: object keys sorted, arrays in order, no whitespace,
- * `undefined` members dropped (as JSON.stringify does). Two bodies that mean
- * the same thing produce the same string whatever order the client sent.
+ * v1's canonical JSON: object keys sorted, arrays in order, no whitespace,
+ * `undefined` members dropped (as JSON.stringify does). Kept only to verify
+ * records stored before v2; new records use RFC 8785 (canonicalize).
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') {
@@ -27,9 +36,22 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** SHA-256 over method, route and the validated body, so a key is bound to one request. */
-export function fingerprintRequest(method: string, route: string, body: unknown): Fingerprint {
-  const canonical = canonicalJson({ method: method.toUpperCase(), route, body });
-  return { algorithm: FINGERPRINT_ALGORITHM, value: createHash('sha256').update(canonical).digest('hex') };
+export function fingerprintRequest(method: string, route: string, body: unknown): RequestFingerprint {
+  const request = { method: method.toUpperCase(), route, body };
+  return {
+    algorithm: FINGERPRINT_ALGORITHM,
+    value: sha256(canonicalize(request) ?? 'null'),
+    previous: [{ algorithm: LEGACY_FINGERPRINT_ALGORITHM, value: sha256(canonicalJson(request)) }],
+  };
+}
+
+/** The part of a request's fingerprint a new record stores. */
+export function storedFingerprint(fingerprint: Fingerprint): Fingerprint {
+  return { algorithm: fingerprint.algorithm, value: fingerprint.value };
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 /**
@@ -44,6 +66,8 @@ export function isErasedFingerprint(fingerprint: Fingerprint): boolean {
   return fingerprint.algorithm === ERASED_FINGERPRINT.algorithm;
 }
 
-export function sameFingerprint(a: Fingerprint, b: Fingerprint): boolean {
-  return a.algorithm === b.algorithm && a.value === b.value;
+/** Whether a stored fingerprint is this request's, under whichever algorithm it was stored with. */
+export function sameFingerprint(stored: Fingerprint, request: Fingerprint | RequestFingerprint): boolean {
+  const candidates = [request, ...('previous' in request ? request.previous : [])];
+  return candidates.some((candidate) => candidate.algorithm === stored.algorithm && candidate.value === stored.value);
 }

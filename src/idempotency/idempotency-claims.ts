@@ -5,6 +5,7 @@ import { idempotencyConfig, type IdempotencyConfig } from '../config/config.toke
 import { isWriteConflict } from '../database/mongo-errors.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { storedFingerprint } from './fingerprint.js';
 import { DuplicateClaimError, SubjectErasedError } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease, RecordLease } from './idempotency-record.js';
 import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
@@ -104,7 +105,7 @@ export class IdempotencyClaims {
       operation: request.operation,
       clientKey: request.clientKey,
       status: 'pending',
-      fingerprint: request.fingerprint,
+      fingerprint: storedFingerprint(request.fingerprint),
       schemaVersion: request.schemaVersion,
       ttlSeconds: request.ttlSeconds,
       attempt: 1,

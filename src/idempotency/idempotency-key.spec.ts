@@ -74,7 +74,7 @@ describe('fingerprint', () => {
 
   it('is a versioned SHA-256', () => {
     const fingerprint = fingerprintRequest('POST', '/v1/orders', {});
-    expect(fingerprint.algorithm).toBe('sha256-cjson-v1');
+    expect(fingerprint.algorithm).toBe('sha256-jcs-v2');
     expect(fingerprint.value).toMatch(/^[0-9a-f]{64}$/);
   });
 

@@ -1,0 +1,37 @@
+import { describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { canonicalJson, fingerprintRequest, sameFingerprint, storedFingerprint } from './fingerprint.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const body = { customerId: 'cus_1', items: [{ sku: 'a', quantity: 2 }], note: 'é\u2028', big: 1e21 };
+
+describe('fingerprint v2: RFC 8785 (JSON Canonicalization Scheme)', () => {
+  it('hashes the RFC 8785 form of method, route and body', () => {
+    const fingerprint = fingerprintRequest('post', '/v1/orders', body);
+    // RFC 8785: keys sorted by UTF-16 code units, ES number serialization (1e+21), minimal string escaping.
+    const jcs = '{"body":{"big":1e+21,"customerId":"cus_1","items":[{"quantity":2,"sku":"a"}],"note":"é\u2028"},"method":"POST","route":"/v1/orders"}';
+    expect(fingerprint).toMatchObject({ algorithm: 'sha256-jcs-v2', value: sha256(jcs) });
+  });
+
+  it('stores only algorithm and value', () => {
+    expect(storedFingerprint(fingerprintRequest('POST', '/v1/orders', body))).toEqual({
+      algorithm: 'sha256-jcs-v2',
+      value: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+  });
+});
+
+describe('records stored under v1 are still verified', () => {
+  const v1 = { algorithm: 'sha256-cjson-v1', value: sha256(canonicalJson({ method: 'POST', route: '/v1/orders', body })) };
+
+  it('a v1 record matches the same request, and only it', () => {
+    expect(sameFingerprint(v1, fingerprintRequest('POST', '/v1/orders', body))).toBe(true);
+    expect(sameFingerprint(v1, fingerprintRequest('POST', '/v1/orders', { ...body, big: 2 }))).toBe(false);
+  });
+
+  it('a v2 record matches under v2; an unknown algorithm never matches', () => {
+    const request = fingerprintRequest('POST', '/v1/orders', body);
+    expect(sameFingerprint(storedFingerprint(request), request)).toBe(true);
+    expect(sameFingerprint({ algorithm: 'md5-v0', value: request.value }, request)).toBe(false);
+  });
+});
