@@ -568,7 +568,7 @@ async function main(): Promise<number> {
     for (const started of services) if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
     const failed = services.find((started) => started.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    const [service, layerOff] = services.map((started) => (started as PromiseFulfilledResult<ServiceProcess>).value);
+    const [service, layerOff] = services.flatMap((started) => (started.status === 'fulfilled' ? [started.value] : []));
     console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
     console.log(`  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`);
 

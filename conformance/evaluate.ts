@@ -274,7 +274,7 @@ function keyRecordProblems(reply: Reply): Problem[] {
   if (!Array.isArray(records) || records.length !== 1) return [`key record: expected {records: [one record]}, got ${reply.body.subarray(0, 80).toString('utf8')}`];
   const [record] = records;
   return [
-    record.responseStatus !== null && `key record: a response (${String(record.responseStatus)}) was stored`,
+    record.responseStatus !== null && `key record: a response (${JSON.stringify(record.responseStatus)}) was stored`,
     record.attempt !== 1 && `key record: attempt ${String(record.attempt)}: the retry started a new attempt (a new order) instead of resuming the first`,
     record.status !== 'pending' && record.status !== 'failed' && `key record: status "${String(record.status)}"`,
   ];

@@ -81,4 +81,5 @@ export function formatSummary(report: Report): string {
 }
 
 /** Control characters shown as \xNN: a body must not move the terminal's cursor or split a line. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point here
 const printable = (text: string) => text.replace(/[\x00-\x1f\x7f]/g, (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`);

@@ -98,7 +98,7 @@ function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
  * exercise exactly what production runs. (Signal handling is process-wide,
  * so main.ts subscribes to SIGTERM itself; tests close their apps.)
  */
-export async function configureApp(app: NestFastifyApplication): Promise<INestApplication> {
+export function configureApp(app: NestFastifyApplication): INestApplication {
   app.useLogger(app.get(PinoLogger));
   app.enableVersioning({ type: VersioningType.URI, defaultVersion: '1' });
   app.useGlobalPipes(createValidationPipe());

@@ -43,7 +43,7 @@ async function bootstrap(): Promise<void> {
     bufferLogs: true,
     abortOnError: false,
   });
-  await configureApp(app);
+  configureApp(app);
   const logger = new Logger('Bootstrap');
   for (const notice of notices) logger[notice.level](notice.message);
   // SIGTERM: Nest's shutdown hooks stop the reaper and relay, close Fastify - which stops accepting

@@ -90,9 +90,9 @@ export class RateLimitGuard extends ThrottlerGuard {
     super(options, storage, reflector);
   }
 
-  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+  protected override throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
     const limit = detail.key.startsWith('key:') ? 'key' : 'tenant';
     this.metrics.rateLimited.inc({ limit });
-    throw new RateLimitedError(Math.max(1, detail.timeToBlockExpire), limit === 'key' ? 'idempotency key' : 'tenant');
+    return Promise.reject(new RateLimitedError(Math.max(1, detail.timeToBlockExpire), limit === 'key' ? 'idempotency key' : 'tenant'));
   }
 }

@@ -42,7 +42,7 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
     return withRetryAfter(problem(503, 'store_unavailable', 'The data store is unavailable; retry later.'), 2);
   }
   const { code, codeName } = (error ?? {}) as { code?: unknown; codeName?: unknown };
-  const driverCode = code === undefined ? '' : ` [code ${String(code)}${codeName ? ` ${String(codeName)}` : ''}]`;
+  const driverCode = code === undefined ? '' : ` [code ${JSON.stringify(code)}${codeName ? ` ${JSON.stringify(codeName)}` : ''}]`;
   logger.error(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`);
   return { problem: problem(500, 'internal_error', 'An unexpected error occurred.'), headers: {} };
 }

@@ -20,13 +20,16 @@ export function closeIdleConnectionsOnClose(fastify: FastifyInstance): void {
     });
   });
   fastify
-    .addHook('preHandler', async (request) => {
+    .addHook('preHandler', (request, _reply, done) => {
       handling.add(request.raw.socket);
+      done();
     })
-    .addHook('onResponse', async (request) => {
+    .addHook('onResponse', (request, _reply, done) => {
       handling.delete(request.raw.socket);
+      done();
     })
-    .addHook('preClose', async () => {
+    .addHook('preClose', (done) => {
       for (const socket of open) if (!handling.has(socket)) socket.destroy();
+      done();
     });
 }

@@ -89,7 +89,7 @@ export function checkForbiddenKeys(document: unknown): void {
     const value = pending.pop();
     if (value === null || typeof value !== 'object') continue;
     if (Array.isArray(value)) {
-      pending.push(...value);
+      pending.push(...(value as unknown[]));
       continue;
     }
     for (const key of Object.keys(value)) {

@@ -28,8 +28,8 @@ function sfString(header: string): string {
   } catch {
     throw new IdempotencyKeyInvalidError();
   }
-  const [value, parameters] = item;
-  if (typeof value !== 'string' || parameters.size > 0) throw new IdempotencyKeyInvalidError();
+  const value: unknown = item[0];
+  if (typeof value !== 'string' || item[1].size > 0) throw new IdempotencyKeyInvalidError();
   return value;
 }
 

@@ -21,9 +21,10 @@ export class LogEventPublisher extends EventPublisher {
   private readonly logger = new Logger('Events');
   readonly emitter = new EventEmitter();
 
-  async publish(event: PublishedEvent): Promise<void> {
+  publish(event: PublishedEvent): Promise<void> {
     this.logger.log({ msg: 'event published', eventId: event.id, type: event.type, tenant: event.tenant });
     this.emitter.emit(event.type, event);
+    return Promise.resolve();
   }
 }
 

@@ -56,7 +56,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     const moduleRef = await builder.compile();
     const adapter = createAdapter(loadConfiguration(process.env).http);
     app = moduleRef.createNestApplication<NestFastifyApplication>(adapter, { ...NEST_APP_OPTIONS, logger: false });
-    await configureApp(app);
+    configureApp(app);
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
   } finally {
