@@ -29,7 +29,7 @@ export class SubjectLockRepository {
   /** A claim's write: one stripe. Returns the subject's last erasure, if any. */
   async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<Date | null> {
     const stripe = await this.locks
-      .findOneAndUpdate({ _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) }, { $set: { updatedAt: now } }, { session, upsert: true, new: true })
+      .findOneAndUpdate({ _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) }, { $set: { updatedAt: now } }, { session, upsert: true, returnDocument: 'after' })
       .lean<SubjectLock>()
       .exec();
     return stripe?.erasedAt ?? null;
