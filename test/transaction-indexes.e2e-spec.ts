@@ -53,7 +53,8 @@ describe('queries inside transactions use an index', () => {
     await t.app.get(IdempotencyReaper).runOnce(); // abandon
     await post('k-down').expect(201); // restart
     await t.db.collection('idempotency_records').updateOne({ clientKey: 'k-ok' }, { $set: { expiresAt: new Date(0) } });
-    await post('k-ok').expect(201); // replace an expired record
+    await post('k-ok').expect(409); // the same body past retention: answered from its tombstone, nothing claimed
+    await post('k-ok', orderBody({ items: [{ sku: 'sku_2', quantity: 1, unitPriceMinor: 999 }] })).expect(201); // another body replaces the expired record
     await t.http().delete('/v1/customers/cus_123/data').set(auth()).expect(200); // erasure
   }
 

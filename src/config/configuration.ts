@@ -96,6 +96,10 @@ class EnvironmentVariables {
   @IsInt() @Min(0) @Max(60000)
   IDEMPOTENCY_IN_FLIGHT_WAIT_MS: number = 0;
 
+  // Up to ten years: a tombstone is a few hundred bytes, and a late retry can come from a very old outbox.
+  @IsInt() @Min(1) @Max(315360000)
+  IDEMPOTENCY_TOMBSTONE_SECONDS: number = 2592000;
+
   @IsOptional() @IsString()
   IDEMPOTENCY_ENCRYPTION_KEY?: string;
 
@@ -224,6 +228,8 @@ export interface IdempotencySettings {
   ttlSeconds: number;
   lockTimeoutMs: number;
   inFlightWaitMs: number;
+  /** How long a finished key's tombstone outlives its stored response (late retries). */
+  tombstoneSeconds: number;
   /** Key used to encrypt new stored responses. */
   encryptionKey: CipherKey;
   /** Every key that may decrypt (the current one first). */
@@ -339,6 +345,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       ttlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
       lockTimeoutMs: env.IDEMPOTENCY_LOCK_TIMEOUT_MS,
       inFlightWaitMs: env.IDEMPOTENCY_IN_FLIGHT_WAIT_MS,
+      tombstoneSeconds: env.IDEMPOTENCY_TOMBSTONE_SECONDS,
       encryptionKey: cipherKeys.current,
       decryptionKeys: cipherKeys.all,
       usingDevEncryptionKey: cipherKeys.dev,

@@ -8,6 +8,8 @@ import type { IdempotentResponse, Lease, StoredResponseDoc } from './idempotency
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
 import { StoredResponses } from './stored-responses.js';
+import { tombstoneFor } from './tombstone.js';
+import { TombstoneRepository } from './tombstone.repository.js';
 
 /**
  * The fenced writes a consumer makes inside its own transactions while it
@@ -22,6 +24,7 @@ export class IdempotencyAttempts {
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly responses: StoredResponses,
+    private readonly tombstones: TombstoneRepository,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
@@ -39,14 +42,14 @@ export class IdempotencyAttempts {
   async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
     if (this.app.benchDisableIdempotency) return;
     const sealed = this.responses.seal(lease.recordId, lease.schemaVersion, response);
-    await this.finish(session, lease, 'complete', recoveryPoint, sealed);
+    await this.finish(session, lease, 'complete', recoveryPoint, sealed, response);
   }
 
   /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
   async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
     if (this.app.benchDisableIdempotency) return;
     const sealed = response ? this.responses.seal(lease.recordId, lease.schemaVersion, response) : null;
-    await this.finish(session, lease, 'failed', recoveryPoint, sealed);
+    await this.finish(session, lease, 'failed', recoveryPoint, sealed, response);
   }
 
   /**
@@ -66,6 +69,11 @@ export class IdempotencyAttempts {
    * Retention runs from first use and, at least, from the end: an attempt
    * resumed late in its window is not stored already expired (a lost reply's
    * retry would otherwise run again as a new claim).
+   *
+   * A final answer leaves a tombstone in the same transaction, so one exists
+   * whenever a stored answer does, however the record is later forgotten
+   * (replaced or purged). An attempt abandoned without an answer leaves none:
+   * nothing took effect, and its retry must run.
    */
   private async finish(
     session: ClientSession,
@@ -73,10 +81,13 @@ export class IdempotencyAttempts {
     status: 'complete' | 'failed',
     recoveryPoint: string,
     sealed: StoredResponseDoc | null,
+    response: IdempotentResponse | null,
   ): Promise<void> {
     const now = this.clock.now();
     const retainUntil = new Date(Math.max(lease.keyExpiresAt.getTime(), now.getTime() + lease.ttlSeconds * 1000));
-    await this.metrics.timeStore(status, () => this.records.finish(session, lease, status, recoveryPoint, sealed, now, retainUntil));
+    const key = await this.metrics.timeStore(status, () => this.records.finish(session, lease, status, recoveryPoint, sealed, now, retainUntil));
+    const tombstone = response ? tombstoneFor(key, response, now, retainUntil, this.config.tombstoneSeconds) : null;
+    if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));
     lease.keyExpiresAt = retainUntil;
   }
 }

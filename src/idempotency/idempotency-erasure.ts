@@ -5,6 +5,7 @@ import { IdempotencyRecordRepository } from './idempotency-record.repository.js'
 import { StoredResponses } from './stored-responses.js';
 import { subjectDigest } from './subject.js';
 import { SubjectLockRepository } from './subject-lock.repository.js';
+import { TombstoneRepository } from './tombstone.repository.js';
 
 /** The idempotency side of a data subject's erasure. */
 @Injectable()
@@ -12,6 +13,7 @@ export class IdempotencyErasure {
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly subjects: SubjectLockRepository,
+    private readonly tombstones: TombstoneRepository,
     private readonly responses: StoredResponses,
     private readonly clock: Clock,
   ) {}
@@ -20,7 +22,8 @@ export class IdempotencyErasure {
    * Inside the caller's transaction: every stored response of the subject
    * becomes a 410 `response_erased` (the record stays final, so a retry still
    * never re-executes), and every record of the subject forgets its body's
-   * fingerprint - finished or still in flight. One in flight has no response
+   * fingerprint - finished or still in flight - and its tombstones are
+   * deleted (a late retry of an erased request is a new request). One in flight has no response
    * yet: if it completes, the consumer builds its response from data the
    * erasure already changed; if it is abandoned, the key answers 410 from then
    * on instead of running the erased request again (record-decision.ts).
@@ -37,6 +40,9 @@ export class IdempotencyErasure {
     for (const record of records) {
       await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
     }
+    // Tombstones carry the fingerprint of a body that named the subject: gone with the records' link to it.
+    // A record still in flight leaves none when it finishes (its fingerprint is erased now).
+    await this.tombstones.deleteForSubject(session, digest);
     return records.length;
   }
 }

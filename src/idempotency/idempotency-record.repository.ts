@@ -7,6 +7,7 @@ import { ERASED_FINGERPRINT } from './fingerprint.js';
 import { LeaseLostError } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease, RecordConflict, RecordLease, StoredResponseDoc } from './idempotency-record.js';
 import { IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
+import type { FinishedKey } from './tombstone.js';
 
 /** Another request created or changed the record first; the caller re-reads it. */
 export class RecordRaceLostError extends Error {
@@ -157,7 +158,11 @@ export class IdempotencyRecordRepository {
     if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
   }
 
-  /** Final write of an attempt: complete or failed, with or without a response to replay. */
+  /**
+   * Final write of an attempt: complete or failed, with or without a response
+   * to replay. Returns what the key's tombstone needs, read in the same write
+   * (an erasure may have changed the fingerprint and subject since the claim).
+   */
   async finish(
     session: ClientSession,
     lease: Lease,
@@ -166,13 +171,17 @@ export class IdempotencyRecordRepository {
     response: StoredResponseDoc | null,
     now: Date,
     retainUntil: Date,
-  ): Promise<void> {
-    const result = await this.records.updateOne(
-      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-      { $set: { status, recoveryPoint, response, lease: null, conflict: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
-      { session },
-    );
-    if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
+  ): Promise<FinishedKey> {
+    const finished = await this.records
+      .findOneAndUpdate(
+        { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+        { $set: { status, recoveryPoint, response, lease: null, conflict: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
+        { session, returnDocument: 'after', projection: { tenant: 1, operation: 1, clientKey: 1, fingerprint: 1, subject: 1 } },
+      )
+      .lean<FinishedKey>()
+      .exec();
+    if (!finished) throw new LeaseLostError(lease.recordId);
+    return finished;
   }
 
   /** Notes what stopped this attempt for the admin API (and the reaper, which then leaves the record to a human). */

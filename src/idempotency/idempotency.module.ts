@@ -10,8 +10,11 @@ import { IdempotencyRecordRepository } from './idempotency-record.repository.js'
 import { IdempotencyService } from './idempotency.service.js';
 import { StoredResponses } from './stored-responses.js';
 import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
+import { IdempotencyTombstoneSchema, IDEMPOTENCY_TOMBSTONE_MODEL } from './schemas/idempotency-tombstone.schema.js';
 import { SubjectLockSchema, SUBJECT_LOCK_MODEL } from './schemas/subject-lock.schema.js';
 import { SubjectLockRepository } from './subject-lock.repository.js';
+import { LateRetries } from './late-retries.js';
+import { TombstoneRepository } from './tombstone.repository.js';
 
 /**
  * The reusable part: knows nothing of orders. A consumer declares
@@ -23,12 +26,15 @@ import { SubjectLockRepository } from './subject-lock.repository.js';
     MongooseModule.forFeature([
       { name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema },
       { name: SUBJECT_LOCK_MODEL, schema: SubjectLockSchema },
+      { name: IDEMPOTENCY_TOMBSTONE_MODEL, schema: IdempotencyTombstoneSchema },
     ]),
   ],
   controllers: [IdempotencyKeysController],
   providers: [
     IdempotencyRecordRepository,
     SubjectLockRepository,
+    TombstoneRepository,
+    LateRetries,
     StoredResponses,
     IdempotencyClaims,
     IdempotencyService,

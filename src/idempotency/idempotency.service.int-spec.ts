@@ -201,8 +201,10 @@ describe('IdempotencyService with a minimal consumer', () => {
   it('an older version past its retention no longer owns the key', async () => {
     await service.execute(request({ schemaVersion: 1 }), work);
     await t.db.collection('idempotency_records').updateOne({}, { $set: { expiresAt: new Date(Date.now() - 1000) } });
-    const after = await service.execute(request({ schemaVersion: 2 }), work);
+    // Another body: the same one would meet the first request's tombstone (409 idempotency_key_expired) instead.
+    const after = await service.execute(request({ schemaVersion: 2, fingerprint: fingerprintRequest('POST', '/v1/widgets', { size: 'XL' }) }), work);
     expect(after.replayed).toBe(false);
+    expect(after.response.status).not.toBe(409);
     expect(await widgets.countDocuments()).toBe(2);
   });
 });

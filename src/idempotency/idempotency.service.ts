@@ -20,6 +20,7 @@ import type { IdempotencyRecord, Lease } from './idempotency-record.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
 import { IdempotencyClaims } from './idempotency-claims.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
+import { LateRetries } from './late-retries.js';
 import { decide } from './record-decision.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { retryAfterSeconds } from './retry-after.js';
@@ -42,6 +43,7 @@ export class IdempotencyService {
     private readonly records: IdempotencyRecordRepository,
     private readonly claims: IdempotencyClaims,
     private readonly attempts: IdempotencyAttempts,
+    private readonly lateRetries: LateRetries,
     private readonly transactions: TransactionRunner,
     private readonly responses: StoredResponses,
     private readonly metrics: MetricsService,
@@ -105,6 +107,9 @@ export class IdempotencyService {
 
   /** Claims an absent key; null when another request claimed it first (go round and read theirs). */
   private async claimAndDrive(recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+    // An absent key may be one purged after retention: a late retry of the answered request must not run again.
+    const late = await this.lateRetries.answer(request);
+    if (late) return late;
     const lease = await this.claims.claim('new', recordId, null, request, work);
     return lease ? this.drive(request, lease, work, 'claimed') : null;
   }
@@ -140,8 +145,7 @@ export class IdempotencyService {
       case 'replace_expired':
         // A legacy-id record that just expired is not replaced: the next round claims the key's own id.
         if (record._id !== this.recordIdFor(request)) return null;
-        this.metrics.keysExpired.inc({ operation: request.operation });
-        return this.startOver(record, request, work, 'expired');
+        return (await this.lateRetries.answer(request)) ?? this.replaceExpired(record, request, work);
     }
   }
 
@@ -152,6 +156,12 @@ export class IdempotencyService {
    */
   private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
     return (await this.records.findById(recordId)) ?? this.records.findLegacyOwner(request, recordId, this.clock.now());
+  }
+
+  /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */
+  private replaceExpired(record: IdempotencyRecord, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+    this.metrics.keysExpired.inc({ operation: request.operation });
+    return this.startOver(record, request, work, 'expired');
   }
 
   private async startOver(

@@ -34,8 +34,14 @@ export function Idempotent(options: IdempotentOptions) {
     ApiResponse({ status: 400, description: '`idempotency_key_missing` or `idempotency_key_invalid`, or a validation error', content: { 'application/problem+json': { schema: problemSchema } } }),
     ApiResponse({
       status: 409,
-      description: '`idempotency_key_in_use`: a request with this key is still in flight; retry after `Retry-After` seconds',
-      headers: { 'Retry-After': { description: 'Seconds until the in-flight lease expires', schema: { type: 'integer' } } },
+      description:
+        '`idempotency_key_in_use`: a request with this key is still in flight; retry after `Retry-After` seconds. ' +
+        '`idempotency_key_expired`: this key and body were answered before and the stored response is past retention; ' +
+        'the request is not repeated, `Location` names what the first one created (use a new key to repeat it)',
+      headers: {
+        'Retry-After': { description: 'With `idempotency_key_in_use`: seconds until the in-flight lease expires', schema: { type: 'integer' } },
+        Location: { description: 'With `idempotency_key_expired`: the resource the original request created, when it created one', schema: { type: 'string' } },
+      },
       content: { 'application/problem+json': { schema: problemSchema } },
     }),
     ApiResponse({ status: 422, description: '`idempotency_key_reused`: this key was used with a different body', content: { 'application/problem+json': { schema: problemSchema } } }),

@@ -85,6 +85,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly lateRetries = new Counter({
+    name: 'idempotency_late_retries_total',
+    help: 'Retries of an already answered key and body after its retention, answered from a tombstone instead of running again',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
   readonly reaperRuns = new Counter({
     name: 'reaper_runs_total',
     help: 'Reaper runs',

@@ -42,6 +42,14 @@ export class Model {
   outage = false;
   /** Customers whose data was erased, and not sent again since. */
   erased = new Set<string>();
+  /**
+   * Per key, the body variants whose final answer a client saw and that are
+   * now past retention: their tombstone refuses the same body (409
+   * idempotency_key_expired) until an erasure of the customer removes it.
+   */
+  tombstones = new Map<string, Set<number>>();
+  /** Every (key, variant) ever sent: a tombstone the model did not see (a crashed client's) can only be one of these. */
+  sent = new Set<string>();
   log: string[] = [];
 }
 
@@ -65,7 +73,13 @@ function judge(model: Model, key: string, variant: number, reply: Reply, crashed
     return outage ? undefined : fail('503 without a provider outage');
   }
   if (status >= 500) return fail('5xx');
-  if (status === 409) return state ? undefined : fail('409 for a key nobody sent before');
+  const tombstoned = model.tombstones.get(key)?.has(variant) ?? false;
+  if (!state && tombstoned && status !== 409) return fail('a late retry of an answered body ran again instead of its tombstone answering');
+  if (status === 409) {
+    if (state) return;
+    const expired = reply.body.includes('"idempotency_key_expired"');
+    return expired && model.sent.has(`${key}#${variant}`) ? undefined : fail('409 for a key with no live record and no tombstone of this body');
+  }
   if (status === 422) return state && (state.anyVariant || state.variant !== variant) ? undefined : fail('422 for the body that owns the key');
   if (status === 410) {
     if (!state?.erased) return fail('410 for a key whose customer was not erased');
@@ -94,6 +108,7 @@ export class SendCommand implements Cmd {
   async run(model: Model, system: ProtocolSystem): Promise<void> {
     const { body, customer } = VARIANTS[this.variant];
     model.erased.delete(CUSTOMERS[customer]);
+    model.sent.add(`${this.key}#${this.variant}`);
     const outage = model.outage;
     if (this.hold === 'none') {
       const reply = await system.send(this.instance, this.key, body);
@@ -148,8 +163,13 @@ export class AdvanceClockCommand implements Cmd {
     // Past retention a key with a final answer is forgotten; one the client never saw finish may be
     // abandoned (and now replaceable by any body) or still in flight (and keep its body).
     for (const [key, state] of model.keys) {
-      if (state.final) model.keys.delete(key);
-      else state.anyVariant = true;
+      if (!state.final) {
+        state.anyVariant = true;
+        continue;
+      }
+      model.keys.delete(key);
+      // An erased key's answer left no tombstone (the erasure removed it, or the record finished already erased).
+      if (!state.erased) model.tombstones.set(key, (model.tombstones.get(key) ?? new Set()).add(state.variant));
     }
   }
   toString = () => `advanceClock(${this.ms} ms)`;
@@ -186,6 +206,9 @@ export class EraseCommand implements Cmd {
     const status = await system.erase(CUSTOMERS[this.customer]);
     if (status !== 200) throw new Error(`erasure answered ${status}`);
     model.erased.add(CUSTOMERS[this.customer]);
+    for (const variants of model.tombstones.values()) {
+      for (const variant of variants) if (VARIANTS[variant].customer === this.customer) variants.delete(variant);
+    }
     // Every key of the customer, finished or still in flight, answers 410 or a body without the id from now on.
     for (const [, state] of model.keys) {
       if (VARIANTS[state.variant].customer !== this.customer) continue;

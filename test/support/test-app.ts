@@ -66,7 +66,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
   const db = connection.db as unknown as Db;
   const simulatorDb = connection.getClient().db(env.PAYMENT_SIMULATOR_DB_NAME) as unknown as Db;
   const reset = async () => {
-    for (const name of ['idempotency_records', 'idempotency_subjects', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'erasures']) {
+    for (const name of ['idempotency_records', 'idempotency_subjects', 'idempotency_tombstones', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'erasures']) {
       await db.collection(name).deleteMany({});
     }
     await simulatorDb.collection('charges').deleteMany({});

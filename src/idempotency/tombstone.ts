@@ -1,0 +1,104 @@
+import { createHash } from 'node:crypto';
+import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
+import { isErasedFingerprint, type Fingerprint } from './fingerprint.js';
+import type { IdempotentResponse } from './idempotency-record.js';
+
+/**
+ * What is left of a finished key once its stored response is past retention:
+ * enough to recognise a late retry of the same request and point it at what
+ * the first one created - never the body, never a person's id.
+ */
+export interface Tombstone {
+  /** scopeDigest + the fingerprint: one tombstone per (key, body), found by _id alone. */
+  _id: string;
+  /** Hash of tenant + operation + client key: the key without naming it. */
+  scope: string;
+  fingerprint: Fingerprint;
+  /** HTTP status of the stored final answer. */
+  status: number;
+  /** The stored answer's Location header (the resource it created), if it had one. */
+  location: string | null;
+  finishedAt: Date;
+  /** The record's subject digest, so an erasure finds and removes it. */
+  subject: string | null;
+  /** End of the tombstone itself; the TTL index and every lookup honour it. */
+  expiresAt: Date;
+}
+
+/** What a finished record contributes to its tombstone. */
+export interface FinishedKey {
+  tenant: string;
+  operation: string;
+  clientKey: string;
+  fingerprint: Fingerprint;
+  subject: string | null;
+}
+
+export type LateRetryDecision = 'answer_expired' | 'new_request';
+
+export function tombstoneScope(key: Pick<FinishedKey, 'tenant' | 'operation' | 'clientKey'>): string {
+  // Newline-separated: tenant and operation never contain one, and the client key (printable ASCII) cannot either.
+  return createHash('sha256').update(`${key.tenant}\n${key.operation}\n${key.clientKey}`).digest('hex');
+}
+
+export function tombstoneId(scope: string, fingerprint: Fingerprint): string {
+  return `${scope}:${fingerprint.algorithm}:${fingerprint.value}`;
+}
+
+/**
+ * The tombstone of a final answer, kept `tombstoneSeconds` past the
+ * record's retention. Null for a record whose subject was erased while it
+ * was in flight: it no longer knows its body, and the erasure promised that
+ * nothing derived from that body stays behind.
+ */
+export function tombstoneFor(
+  key: FinishedKey,
+  response: Pick<IdempotentResponse, 'status' | 'headers'>,
+  finishedAt: Date,
+  retainUntil: Date,
+  tombstoneSeconds: number,
+): Tombstone | null {
+  if (isErasedFingerprint(key.fingerprint)) return null;
+  const scope = tombstoneScope(key);
+  return {
+    _id: tombstoneId(scope, key.fingerprint),
+    scope,
+    fingerprint: key.fingerprint,
+    status: response.status,
+    location: response.headers['location'] ?? null,
+    finishedAt,
+    subject: key.subject,
+    expiresAt: new Date(retainUntil.getTime() + tombstoneSeconds * 1000),
+  };
+}
+
+/**
+ * A request whose key is absent or past retention. Only the exact request
+ * that was answered before is refused (it would run - and charge - twice);
+ * another body under the same key is a new request, as the draft allows.
+ * The TTL monitor runs about once a minute, so a tombstone past its own
+ * expiry may still be there: expiry is enforced here, not by the index.
+ */
+export function decideLateRetry(tombstone: Tombstone | null, fingerprint: Fingerprint, now: Date): LateRetryDecision {
+  if (!tombstone || tombstone.expiresAt.getTime() <= now.getTime()) return 'new_request';
+  const same = tombstone.fingerprint.algorithm === fingerprint.algorithm && tombstone.fingerprint.value === fingerprint.value;
+  return same ? 'answer_expired' : 'new_request';
+}
+
+/**
+ * The stable answer to a late retry: 409 `idempotency_key_expired`, with the
+ * original resource in Location, so a client that lost the first answer can
+ * still find what it created. Sending the same body again is refused for as
+ * long as the tombstone lives; a new key is a new request.
+ */
+export function expiredKeyResponse(tombstone: Tombstone): IdempotentResponse {
+  const body = problem(
+    409,
+    'idempotency_key_expired',
+    'This Idempotency-Key and body were already answered and the stored response is past retention; the request was not repeated. Use a new key to repeat it.',
+    { originalStatus: tombstone.status, finishedAt: tombstone.finishedAt.toISOString(), ...(tombstone.location ? { location: tombstone.location } : {}) },
+  );
+  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
+  if (tombstone.location) headers['location'] = tombstone.location;
+  return { status: 409, headers, body: JSON.stringify(body) };
+}
