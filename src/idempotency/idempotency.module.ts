@@ -8,6 +8,7 @@ import { IdempotencyKeysController } from './idempotency-keys.controller.js';
 import { IdempotencyReaper } from './idempotency-reaper.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
+import { InFlightWaiters } from './in-flight-waiters.js';
 import { StoredResponses } from './stored-responses.js';
 import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
 import { SubjectLockSchema, SUBJECT_LOCK_MODEL } from './schemas/subject-lock.schema.js';
@@ -36,6 +37,7 @@ import { SubjectLockRepository } from './subject-lock.repository.js';
     IdempotencyErasure,
     IdempotencyReaper,
     IdempotencyAdminService,
+    InFlightWaiters,
   ],
   exports: [IdempotencyService, IdempotencyAttempts, IdempotencyErasure, IdempotencyReaper],
 })
