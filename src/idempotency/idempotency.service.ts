@@ -24,6 +24,7 @@ import { decide } from './record-decision.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { conflictRetryAfterSeconds, inFlightWaitBudgetMs, nextPollDelayMs } from './retry-after.js';
+import { resumableUntil } from './resume-window.js';
 import { scopeKey } from './scope-key.js';
 
 export type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
@@ -222,11 +223,11 @@ export class IdempotencyService {
       if (error instanceof AttemptAbandonedError) return null;
       if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
-      // The retry resumes this same attempt (same order, same charge key): the
-      // reaper leaves it to its client for IDEMPOTENCY_RESUME_WINDOW_MS.
+      // After a transient failure the client's retry resumes this same attempt (same
+      // order, same charge key): the reaper leaves it to them for IDEMPOTENCY_RESUME_WINDOW_MS.
       const now = this.clock.now();
-      const resumableUntil = new Date(now.getTime() + this.config.resumeWindowMs);
-      const released = await this.records.release(lease, now, resumableUntil).catch(() => false);
+      const until = resumableUntil(error, now, this.config.resumeWindowMs);
+      const released = await this.records.release(lease, now, until).catch(() => false);
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
       throw error;
     } finally {
