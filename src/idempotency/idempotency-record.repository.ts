@@ -238,9 +238,14 @@ export class IdempotencyRecordRepository {
       .exec();
   }
 
-  async oldestPendingCreatedAt(): Promise<Date | null> {
+  /**
+   * The oldest pending record the reaper should have dealt with: one left to
+   * its client inside a resume window is expected to be pending, and would
+   * otherwise trip IdempotencyPendingStuck through every provider outage.
+   */
+  async oldestPendingCreatedAt(now: Date): Promise<Date | null> {
     const oldest = await this.records
-      .findOne({ status: 'pending' }, { createdAt: 1 })
+      .findOne({ status: 'pending', $or: [{ 'lease.resumableUntil': null }, { 'lease.resumableUntil': { $lte: now } }] }, { createdAt: 1 })
       .sort({ createdAt: 1 })
       .lean<Pick<IdempotencyRecord, 'createdAt'>>()
       .exec();
