@@ -70,6 +70,8 @@ describe('concurrency between instances', () => {
   it('three reapers on one stale attempt with no charge: abandoned once, its charge key canceled once', async () => {
     a.gateway.failNext(1);
     await post(a, 'k-three-abandon').expect(503);
+    // The 503 left the attempt to its client's retry for the resume window; nobody retried and it has passed.
+    await a.t.db.collection('idempotency_records').updateMany({ status: 'pending' }, { $set: { 'lease.resumableUntil': new Date(Date.now() - 1) } });
     await expireLeases();
 
     const runs = await Promise.all(instances.map((instance) => instance.reaper.runOnce()));

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { InFlightWaiters } from '../src/idempotency/in-flight-waiters.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
@@ -128,21 +129,39 @@ describe('Idempotency-Key contract on POST /v1/orders', () => {
     expect(serialized).not.toContain('sku_1');
   });
 
-  it('answers 409 idempotency_key_in_use with a Retry-After from the lease while the first request is in flight', async () => {
+  it('by default a duplicate waits for the in-flight original and, if it finishes within the wait, gets it replayed (no 409)', async () => {
+    const hold = gateway.holdNextCharge();
+    const first = post('k-default-wait').then((r) => r);
+    await hold.reached;
+    const second = post('k-default-wait').then((r) => r);
+    setTimeout(() => hold.release(), 700);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    expect(b.body.id).toBe(a.body.id);
+    expect(await orders()).toBe(1);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 1 });
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+  });
+
+  it('answers 409 idempotency_key_in_use after the default wait (~5 s), with Retry-After: 1 (a hint, not the 30 s lease)', async () => {
     const hold = gateway.holdNextCharge();
     const first = post('k-inflight');
     const firstDone = first.then((r) => r);
     await hold.reached;
+    const started = Date.now();
     const second = await post('k-inflight').expect(409);
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(4500);
+    expect(waited).toBeLessThan(10_000);
     expect(second.body.code).toBe('idempotency_key_in_use');
-    const retryAfter = Number(second.headers['retry-after']);
-    expect(retryAfter).toBeGreaterThan(25);
-    expect(retryAfter).toBeLessThanOrEqual(30);
+    expect(second.headers['retry-after']).toBe('1');
     hold.release();
     expect((await firstDone).status).toBe(201);
     expect((await post('k-inflight')).headers['idempotent-replayed']).toBe('true');
     expect(await orders()).toBe(1);
-  });
+  }, 20_000);
 
   it('resumes a record whose lease expired (the first worker died): the retry finishes the same order', async () => {
     gateway.crashAfterNextCharge();
@@ -176,7 +195,7 @@ describe('Idempotency-Key contract on POST /v1/orders', () => {
   });
 
   it(
-    '50 concurrent identical requests: exactly one order; every response is the 201 or a 409 with Retry-After',
+    '50 concurrent identical requests: exactly one order; every response is the 201 (first or replayed) or a 409 with Retry-After',
     async () => {
       const responses = await Promise.all(Array.from({ length: 50 }, () => post('k-fifty')));
       const statuses = responses.map((r) => r.status);
@@ -258,5 +277,65 @@ describe('retention and in-flight waiting', () => {
     expect(b.status).toBe(201);
     expect(b.headers['idempotent-replayed']).toBe('true');
     expect(b.text).toBe(a.text);
+  });
+});
+
+describe('a hot key: many duplicates waiting in one instance', () => {
+  let t: TestApp;
+  let gateway: ControllableGateway;
+  const DUPLICATES = 32;
+
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'test_idempotency_hot_key',
+      // Room for the duplicates below but not for one more: the bound is tested too.
+      env: { IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: String(DUPLICATES) },
+      override: (builder) => builder.overrideProvider(PaymentGateway).useClass(ControllableGateway),
+    });
+    gateway = t.app.get(PaymentGateway) as ControllableGateway;
+  });
+  beforeEach(async () => t.reset());
+  afterAll(async () => t.close());
+
+  const post = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
+  /** Store reads made by waiting duplicates (idempotency_store_duration_seconds_count{operation="in_flight_wait"}). */
+  const waitReads = async (): Promise<number> => {
+    const text = (await t.http().get('/metrics').expect(200)).text;
+    const match = /idempotency_store_duration_seconds_count\{operation="in_flight_wait"\} (\d+)/.exec(text);
+    return match ? Number(match[1]) : 0;
+  };
+  const waitingNow = async (n: number): Promise<void> => {
+    const waiters = t.app.get(InFlightWaiters);
+    for (let i = 0; i < 200 && waiters.size < n; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(waiters.size).toBe(n);
+  };
+
+  it(`${DUPLICATES} duplicates waiting on one key are woken when it finishes here: all replayed, a handful of store reads, one order`, async () => {
+    const hold = gateway.holdNextCharge();
+    const first = post('k-hot').then((r) => r);
+    await hold.reached;
+    const before = await waitReads();
+    const duplicates = Array.from({ length: DUPLICATES }, () => post('k-hot').then((r) => r));
+    await waitingNow(DUPLICATES);
+    // One more than the bound: answered 409 at once instead of holding memory.
+    const started = Date.now();
+    const overflow = await post('k-hot').expect(409);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(overflow.headers['retry-after']).toBe('1');
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // the work takes a while: a poller would read ~6 times each by now
+    hold.release();
+    const [a, ...rest] = await Promise.all([first, ...duplicates]);
+    expect(a.status).toBe(201);
+    expect(rest.map((r) => r.status)).toEqual(rest.map(() => 201));
+    expect(rest.every((r) => r.headers['idempotent-replayed'] === 'true' && r.body.id === a.body.id)).toBe(true);
+    const reads = (await waitReads()) - before;
+    // Woken together, the waiters share one read; polling would cost 32 x ~6.
+    expect(reads).toBeGreaterThanOrEqual(1);
+    expect(reads).toBeLessThanOrEqual(4);
+    expect(t.app.get(InFlightWaiters).size).toBe(0);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 1 });
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [a.body.id] })).toEqual([]);
   });
 });

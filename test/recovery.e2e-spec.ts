@@ -7,6 +7,8 @@ import { findViolations } from './support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const LEASE_MS = 1000;
+// Long enough that no test crosses it by waiting: the tests end it by moving the record's time.
+const RESUME_WINDOW_MS = 600_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('recovery: reaper and lease fencing', () => {
@@ -18,7 +20,7 @@ describe('recovery: reaper and lease fencing', () => {
   beforeAll(async () => {
     t = await startApp({
       dbName: 'test_recovery',
-      env: { IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS) },
+      env: { IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS), IDEMPOTENCY_RESUME_WINDOW_MS: String(RESUME_WINDOW_MS) },
       override: (builder) =>
         builder.overrideProvider(PaymentGateway).useClass(ControllableGateway).overrideProvider(FaultInjector).useValue(faults),
     });
@@ -35,6 +37,11 @@ describe('recovery: reaper and lease fencing', () => {
   const post = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
   const expireLeases = () =>
     t.db.collection('idempotency_records').updateMany({ status: 'pending' }, { $set: { 'lease.expiresAt': new Date(Date.now() - 1) } });
+  /** As if the resume window of every released record had passed without a retry. */
+  const endResumeWindows = () =>
+    t.db
+      .collection('idempotency_records')
+      .updateMany({ status: 'pending', 'lease.resumableUntil': { $ne: null } }, { $set: { 'lease.resumableUntil': new Date(Date.now() - 1) } });
 
   it('completes a stale attempt the provider charged: order saved, replayed to the client later', async () => {
     gateway.crashAfterNextCharge();
@@ -50,9 +57,18 @@ describe('recovery: reaper and lease fencing', () => {
     expect(await findViolations({ ...t, acknowledgedOrderIds: [order!._id as unknown as string], requireSettled: true })).toEqual([]);
   });
 
-  it('abandons a stale attempt with no charge: order failed (abandoned), record failed without response, key canceled', async () => {
+  it('leaves an attempt released after a 503 to its client inside the resume window, then abandons it (no charge): order failed, record failed without response, key canceled', async () => {
     gateway.failNext(1);
     await post('k-reap-nothing').expect(503);
+    const released = await t.db.collection('idempotency_records').findOne({});
+    expect(released!.lease.expiresAt.getTime()).toBeLessThanOrEqual(Date.now());
+    expect(released!.lease.resumableUntil.getTime()).toBeGreaterThan(Date.now() + RESUME_WINDOW_MS - 60_000);
+    // Inside the window: the lease is free for the client's retry, but the reaper does not take it.
+    expect(await reaper.runOnce()).toMatchObject({ examined: 0, abandoned: 0 });
+    expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'pending' });
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'pending', attempt: 1 });
+
+    await endResumeWindows();
     const run = await reaper.runOnce();
     expect(run).toMatchObject({ examined: 1, completed: 0, abandoned: 1 });
     expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'failed', failureReason: 'abandoned' });
@@ -136,9 +152,44 @@ describe('recovery: reaper and lease fencing', () => {
     expect(await findViolations({ ...t, acknowledgedOrderIds: [res.body.id], requireSettled: true })).toEqual([]);
   });
 
+  it('still reaps a dead worker (lease expired, never released) at once: no resume window for it', async () => {
+    const hold = gateway.holdNextCharge('before');
+    const paused = post('k-dead').then((r) => r);
+    await hold.reached;
+    await expireLeases();
+    expect((await t.db.collection('idempotency_records').findOne({}))!.lease.resumableUntil ?? null).toBeNull();
+    expect(await reaper.runOnce()).toMatchObject({ examined: 1, abandoned: 1 });
+    hold.release();
+    expect((await paused).status).toBe(201);
+  });
+
+  it('an outage of 3 retries then success: one order for the key (in GET /v1/orders too), one charge on its charge key, invariants clean', async () => {
+    gateway.failNext(3);
+    const first = await post('k-outage').expect(503);
+    expect(Number(first.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    const order = await t.db.collection('orders').findOne({});
+    for (let retry = 0; retry < 2; retry++) {
+      await post('k-outage').expect(503);
+      // A reaper pass between retries (as in production, every REAPER_INTERVAL_MS) must not abandon it.
+      expect((await reaper.runOnce()).examined).toBe(0);
+    }
+    const done = await post('k-outage').expect(201);
+    expect(done.body.id).toBe(order!._id);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 1 });
+    const listed = await t.http().get('/v1/orders').set(auth()).expect(200);
+    expect(listed.body.data.map((o: { id: string }) => o.id)).toEqual([order!._id]);
+    const charges = await t.simulatorDb.collection('charges').find({}).toArray();
+    expect(charges).toHaveLength(1);
+    expect(charges[0]).toMatchObject({ status: 'succeeded' });
+    expect(gateway.calls).toBe(4);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [done.body.id], requireSettled: true })).toEqual([]);
+  });
+
   it('counts reaper runs and decisions in metrics', async () => {
     gateway.failNext(1);
     await post('k-metrics').expect(503);
+    await endResumeWindows();
     await reaper.runOnce();
     const metrics = (await t.http().get('/metrics').expect(200)).text;
     expect(metrics).toMatch(/reaper_runs_total \d+/);

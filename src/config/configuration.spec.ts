@@ -19,7 +19,9 @@ describe('loadConfiguration', () => {
     expect(config.app.port).toBe(3000);
     expect(config.idempotency.ttlSeconds).toBe(86400);
     expect(config.idempotency.lockTimeoutMs).toBe(30000);
-    expect(config.idempotency.inFlightWaitMs).toBe(0);
+    expect(config.idempotency.inFlightWaitMs).toBe(5000);
+    expect(config.idempotency.inFlightMaxWaiters).toBe(1000);
+    expect(config.idempotency.resumeWindowMs).toBe(300000);
     expect(config.reaper.intervalMs).toBe(10000);
     expect(config.security.usingDevApiKey).toBe(true);
   });
@@ -29,6 +31,9 @@ describe('loadConfiguration', () => {
     expect(problemsOf({ PORT: '70000' })).toEqual([expect.stringMatching(/^PORT: /)]);
     expect(problemsOf({ IDEMPOTENCY_TTL_SECONDS: '-1' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_TTL_SECONDS: /)]);
     expect(problemsOf({ REAPER_ENABLED: 'yes' })).toEqual([expect.stringMatching(/^REAPER_ENABLED: /)]);
+    expect(problemsOf({ IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '-1' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_IN_FLIGHT_WAIT_MS: /)]);
+    expect(problemsOf({ IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: 'many' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: /)]);
+    expect(problemsOf({ IDEMPOTENCY_RESUME_WINDOW_MS: '86400001' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_RESUME_WINDOW_MS: /)]);
     expect(problemsOf({ MONGODB_URI: 'http://x' })).toEqual([expect.stringMatching(/^MONGODB_URI: /)]);
   });
 

@@ -93,8 +93,17 @@ class EnvironmentVariables {
   @IsInt() @Min(1000) @Max(3600000)
   IDEMPOTENCY_LOCK_TIMEOUT_MS: number = 30000;
 
+  // A duplicate in flight waits this long for the answer (never past the holder's lease), then 409.
   @IsInt() @Min(0) @Max(60000)
-  IDEMPOTENCY_IN_FLIGHT_WAIT_MS: number = 0;
+  IDEMPOTENCY_IN_FLIGHT_WAIT_MS: number = 5000;
+
+  // Waiting duplicates per instance (memory, sockets); past it a duplicate gets 409 at once.
+  @IsInt() @Min(0) @Max(100000)
+  IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: number = 1000;
+
+  // After a transient failure (503) the attempt is left to its client's retry this long before the reaper abandons it.
+  @IsInt() @Min(0) @Max(86400000)
+  IDEMPOTENCY_RESUME_WINDOW_MS: number = 300000;
 
   // Up to ten years: a tombstone is a few hundred bytes, and a late retry can come from a very old outbox.
   @IsInt() @Min(1) @Max(315360000)
@@ -230,6 +239,9 @@ export interface IdempotencySettings {
   inFlightWaitMs: number;
   /** How long a finished key's tombstone outlives its stored response (late retries). */
   tombstoneSeconds: number;
+  inFlightMaxWaiters: number;
+  /** How long a record released after a transient failure is left to its client before the reaper takes it. */
+  resumeWindowMs: number;
   /** Key used to encrypt new stored responses. */
   encryptionKey: CipherKey;
   /** Every key that may decrypt (the current one first). */
@@ -346,6 +358,8 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       lockTimeoutMs: env.IDEMPOTENCY_LOCK_TIMEOUT_MS,
       inFlightWaitMs: env.IDEMPOTENCY_IN_FLIGHT_WAIT_MS,
       tombstoneSeconds: env.IDEMPOTENCY_TOMBSTONE_SECONDS,
+      inFlightMaxWaiters: env.IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS,
+      resumeWindowMs: env.IDEMPOTENCY_RESUME_WINDOW_MS,
       encryptionKey: cipherKeys.current,
       decryptionKeys: cipherKeys.all,
       usingDevEncryptionKey: cipherKeys.dev,

@@ -91,7 +91,7 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
         run[decision]++;
         this.metrics.reaperRecords.inc({ decision });
       }
-      const oldest = await this.records.oldestPendingCreatedAt();
+      const oldest = await this.records.oldestPendingCreatedAt(this.clock.now());
       this.metrics.oldestPendingAge.set(oldest ? (this.clock.now().getTime() - oldest.getTime()) / 1000 : 0);
     } catch (error) {
       this.logger.warn(`Reaper pass failed: ${(error as Error).message}`);

@@ -193,11 +193,15 @@ export class IdempotencyRecordRepository {
     return result.matchedCount === 1;
   }
 
-  /** Gives the lease up early (a transient failure): the next retry or the reaper may take over at once. */
-  async release(lease: Lease, now: Date): Promise<boolean> {
+  /**
+   * Gives the lease up early: the next retry may take over at once. With
+   * resumableUntil (a transient failure) the reaper leaves the record to that
+   * retry until then; without it (the reaper's own failed pass) it is reaped again next pass.
+   */
+  async release(lease: Lease, now: Date, resumableUntil: Date | null = null): Promise<boolean> {
     const result = await this.records.updateOne(
       { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-      { $set: { 'lease.expiresAt': now, updatedAt: now } },
+      { $set: { 'lease.expiresAt': now, 'lease.resumableUntil': resumableUntil, updatedAt: now } },
     );
     return result.matchedCount === 1;
   }
@@ -228,16 +232,29 @@ export class IdempotencyRecordRepository {
    */
   findStale(operations: string[], now: Date, limit: number): Promise<IdempotencyRecord[]> {
     return this.records
-      .find({ status: 'pending', 'lease.expiresAt': { $lte: now }, operation: { $in: operations }, conflict: null })
+      .find({
+        status: 'pending',
+        'lease.expiresAt': { $lte: now },
+        operation: { $in: operations },
+        conflict: null,
+        // Released after a transient failure: its client's retry resumes it until the window ends.
+        // A residual filter: reaper_scan still bounds the scan to pending records with an expired lease.
+        $or: [{ 'lease.resumableUntil': null }, { 'lease.resumableUntil': { $lte: now } }],
+      })
       .sort({ 'lease.expiresAt': 1 })
       .limit(limit)
       .lean<IdempotencyRecord[]>()
       .exec();
   }
 
-  async oldestPendingCreatedAt(): Promise<Date | null> {
+  /**
+   * The oldest pending record the reaper should have dealt with: one left to
+   * its client inside a resume window is expected to be pending, and would
+   * otherwise trip IdempotencyPendingStuck through every provider outage.
+   */
+  async oldestPendingCreatedAt(now: Date): Promise<Date | null> {
     const oldest = await this.records
-      .findOne({ status: 'pending' }, { createdAt: 1 })
+      .findOne({ status: 'pending', $or: [{ 'lease.resumableUntil': null }, { 'lease.resumableUntil': { $lte: now } }] }, { createdAt: 1 })
       .sort({ createdAt: 1 })
       .lean<Pick<IdempotencyRecord, 'createdAt'>>()
       .exec();

@@ -6,6 +6,13 @@ export interface RecordLease {
   owner: string;
   lockedAt: Date;
   expiresAt: Date;
+  /**
+   * Set when the worker gave the lease back after a transient failure: the
+   * client's retry resumes the attempt (same order, same charge key), and the
+   * reaper leaves it alone until then. A lease that simply expired (dead
+   * worker) has none and is reaped at once. A new lease never carries it.
+   */
+  resumableUntil?: Date | null;
 }
 
 export interface SealedBody {

@@ -8,6 +8,7 @@ import { IdempotencyKeysController } from './idempotency-keys.controller.js';
 import { IdempotencyReaper } from './idempotency-reaper.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
+import { InFlightWaiters } from './in-flight-waiters.js';
 import { StoredResponses } from './stored-responses.js';
 import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
 import { IdempotencyTombstoneSchema, IDEMPOTENCY_TOMBSTONE_MODEL } from './schemas/idempotency-tombstone.schema.js';
@@ -42,6 +43,7 @@ import { TombstoneRepository } from './tombstone.repository.js';
     IdempotencyErasure,
     IdempotencyReaper,
     IdempotencyAdminService,
+    InFlightWaiters,
   ],
   exports: [IdempotencyService, IdempotencyAttempts, IdempotencyErasure, IdempotencyReaper],
 })

@@ -23,13 +23,14 @@ import { IdempotencyRecordRepository } from './idempotency-record.repository.js'
 import { LateRetries } from './late-retries.js';
 import { decide } from './record-decision.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
-import { retryAfterSeconds } from './retry-after.js';
+import { InFlightWaiters } from './in-flight-waiters.js';
+import { conflictRetryAfterSeconds, inFlightWaitBudgetMs, nextPollDelayMs } from './retry-after.js';
+import { resumableUntil } from './resume-window.js';
 import { scopeKey } from './scope-key.js';
 
 export type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
 
 const MAX_ROUNDS = 4;
-const POLL_MS = 50;
 
 /**
  * The idempotency protocol: claim, replay, conflict, take over, restart.
@@ -48,6 +49,7 @@ export class IdempotencyService {
     private readonly responses: StoredResponses,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
+    private readonly waiters: InFlightWaiters,
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
     @Inject(appConfig.KEY) private readonly app: AppConfig,
   ) {}
@@ -179,28 +181,46 @@ export class IdempotencyService {
     return lease ? this.drive(request, lease, work, 'resumed') : null;
   }
 
-  /** Re-checks a record held by someone else until IDEMPOTENCY_IN_FLIGHT_WAIT_MS runs out, then 409. */
+  /**
+   * Waits for the answer of a record held by someone else, then 409. The wait
+   * is bounded by IDEMPOTENCY_IN_FLIGHT_WAIT_MS and by the holder's lease (past
+   * it the next round takes over). Work driven in this instance wakes its
+   * waiters when it ends (one shared read for all of them); work elsewhere is
+   * polled with backoff, reads shared by the waiters of the key.
+   */
   private async waitForLease(record: IdempotencyRecord, request: IdempotentRequest): Promise<IdempotentResult | null> {
     const started = Date.now();
-    const deadline = started + this.config.inFlightWaitMs;
+    const budget = inFlightWaitBudgetMs(this.config.inFlightWaitMs, record.lease?.expiresAt ?? null, this.clock.now());
+    const deadline = started + budget;
     let current: IdempotencyRecord | null = record;
-    while (Date.now() < deadline) {
-      await sleep(Math.min(POLL_MS, deadline - Date.now()));
-      current = await this.records.findById(record._id);
-      const decision = current ? decide(current, request.fingerprint, this.clock.now()) : 'gone';
-      if (decision !== 'in_flight') {
-        this.metrics.leaseWait.observe({ operation: request.operation }, (Date.now() - started) / 1000);
-        return null;
+    if (budget > 0 && this.waiters.enter(this.config.inFlightMaxWaiters)) {
+      try {
+        let delay: number | null = null;
+        while (Date.now() < deadline) {
+          // Local work announces its end: sleep until then. Elsewhere: back off 50 ms -> 500 ms.
+          const local = this.waiters.runningHere(record._id);
+          if (!local) delay = nextPollDelayMs(delay);
+          const left = deadline - Date.now();
+          await this.waiters.sleep(record._id, local || delay === null ? left : Math.min(delay, left));
+          current = await this.waiters.read(record._id, () => this.metrics.timeStore('in_flight_wait', () => this.records.findById(record._id)));
+          const decision = current ? decide(current, request.fingerprint, this.clock.now()) : 'gone';
+          if (decision !== 'in_flight') {
+            this.metrics.leaseWait.observe({ operation: request.operation }, (Date.now() - started) / 1000);
+            return null;
+          }
+        }
+      } finally {
+        this.waiters.leave();
       }
     }
     this.metrics.leaseWait.observe({ operation: request.operation }, (Date.now() - started) / 1000);
     this.count(request, 'in_flight_conflict');
-    const leaseEnd = current?.lease?.expiresAt ?? this.clock.now();
-    throw new IdempotencyKeyInUseError(retryAfterSeconds(leaseEnd, this.clock.now()));
+    throw new IdempotencyKeyInUseError(conflictRetryAfterSeconds(current?.lease?.expiresAt ?? null, this.clock.now()));
   }
 
   private async drive(request: IdempotentRequest, lease: Lease, work: IdempotentWork, outcome: string): Promise<IdempotentResult | null> {
     this.count(request, outcome);
+    this.waiters.begin(lease.recordId);
     try {
       const response = await work.resume(lease);
       return { response, replayed: false, keyExpiresAt: lease.keyExpiresAt };
@@ -213,9 +233,16 @@ export class IdempotencyService {
       if (error instanceof AttemptAbandonedError) return null;
       if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
-      const released = await this.records.release(lease, this.clock.now()).catch(() => false);
+      // After a transient failure the client's retry resumes this same attempt (same
+      // order, same charge key): the reaper leaves it to them for IDEMPOTENCY_RESUME_WINDOW_MS.
+      const now = this.clock.now();
+      const until = resumableUntil(error, now, this.config.resumeWindowMs);
+      const released = await this.records.release(lease, now, until).catch(() => false);
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
       throw error;
+    } finally {
+      // Wake this instance's duplicates waiting on the key: one read each tells them the outcome.
+      this.waiters.end(lease.recordId);
     }
   }
 
@@ -228,4 +255,3 @@ export class IdempotencyService {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));

@@ -232,7 +232,7 @@ export function commandArbitraries(): fc.Arbitrary<Cmd>[] {
     send,
     fc.integer({ min: 0, max: MAX_ZOMBIES - 1 }).map((index) => new ResumeCommand(index)),
     fc.tuple(instance, fc.constantFrom(...CRASH_POINTS)).map(([i, point]) => new CrashCommand(i, point)),
-    fc.constantFrom(1_000, SETTINGS.leaseMs + 1, SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1).map((ms) => new AdvanceClockCommand(ms)),
+    fc.constantFrom(1_000, SETTINGS.leaseMs + 1, SETTINGS.resumeWindowMs + 1, SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1).map((ms) => new AdvanceClockCommand(ms)),
     instance.map((i) => new ReaperCommand(i)),
     fc.boolean().map((on) => new OutageCommand(on)),
     fc.integer({ min: 0, max: 1 }).map((customer) => new EraseCommand(customer)),

@@ -48,7 +48,8 @@ export interface Zombie {
   reply: Promise<Reply>;
 }
 
-export const SETTINGS = { leaseMs: 5_000, ttlSeconds: 60 };
+// A resume window longer than the lease: a released attempt (outage) outlives the lease without being reaped.
+export const SETTINGS = { leaseMs: 5_000, ttlSeconds: 60, resumeWindowMs: 15_000 };
 
 /**
  * The system under test of the model-based suite: two real AppModules on one
@@ -78,6 +79,7 @@ export class ProtocolSystem {
           IDEMPOTENCY_LOCK_TIMEOUT_MS: String(SETTINGS.leaseMs),
           IDEMPOTENCY_TTL_SECONDS: String(SETTINGS.ttlSeconds),
           IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '0',
+          IDEMPOTENCY_RESUME_WINDOW_MS: String(SETTINGS.resumeWindowMs),
         },
         override: (builder) =>
           builder.overrideProvider(Clock).useValue(clock).overrideProvider(PaymentGateway).useClass(gateway).overrideProvider(FaultInjector).useValue(faults),
@@ -149,7 +151,8 @@ export class ProtocolSystem {
     for (const { faults } of this.instances) faults.reset();
     const replies: Reply[] = [];
     while (this.zombies.length > 0) replies.push((await this.resume(0)).reply);
-    this.clock.advance(SETTINGS.leaseMs + 1);
+    // Past every lease and every resume window: an attempt released after an outage and never retried is the reaper's too.
+    this.clock.advance(Math.max(SETTINGS.leaseMs, SETTINGS.resumeWindowMs) + 1);
     for (let pass = 0; pass < 2; pass++) for (let i = 0; i < this.instances.length; i++) await this.reap(i);
     return replies;
   }

@@ -4,7 +4,12 @@ import type { IdempotencyRecord } from '../idempotency-record.js';
 export const IDEMPOTENCY_RECORD_MODEL = 'IdempotencyRecord';
 
 const LeaseSchema = new Schema(
-  { owner: { type: String, required: true }, lockedAt: { type: Date, required: true }, expiresAt: { type: Date, required: true } },
+  {
+    owner: { type: String, required: true },
+    lockedAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+    resumableUntil: { type: Date, default: null },
+  },
   { _id: false },
 );
 
