@@ -23,9 +23,14 @@ export default tseslint.config(
     },
   },
   {
-    // Tests read HTTP bodies that supertest types as `any`; asserting on them is the point.
+    // Tests read HTTP bodies that supertest types as `any` (asserting on them is the point), implement
+    // async interfaces (Jest, fast-check, fakes) without awaiting, and cast what the test module returns.
     files: ['test/**/*.ts', '**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts'],
     rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/require-await': 'off',
+      '@typescript-eslint/no-unnecessary-type-assertion': 'off',
+      '@typescript-eslint/unbound-method': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-argument': 'off',

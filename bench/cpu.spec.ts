@@ -10,7 +10,7 @@ describe('service CPU per request', () => {
   it('measures this process, and gives null for a process that does not exist', () => {
     const meter = cpuMeter(process.pid);
     let spin = 0;
-    for (const end = Date.now() + 60; Date.now() < end; ) spin++;
+    for (const end = Date.now() + 60; Date.now() < end;) spin++;
     expect(spin).toBeGreaterThan(0);
     expect(meter.perRequest(2)).toBeGreaterThan(0);
     expect(processCpuMs(2 ** 22 + 1)).toBeNull();
@@ -22,7 +22,7 @@ describe('idle CPU', () => {
   it('is left out of the CPU per request', async () => {
     const busy = cpuMeter(process.pid, 0);
     const net = cpuMeter(process.pid, 1e6);
-    for (const end = Date.now() + 30; Date.now() < end; );
+    for (const end = Date.now() + 30; Date.now() < end;);
     expect(busy.perRequest(1)).toBeGreaterThan(0);
     expect(net.perRequest(1)).toBe(0);
     await expect(idleCpuRate(process.pid, 50)).resolves.toBeGreaterThanOrEqual(0);

@@ -45,10 +45,15 @@ export function topFrames(profile: CpuProfile, count: number, root = process.cwd
 function frameName(frame: CpuProfile['nodes'][number]['callFrame'], root: string): string {
   const fn = frame.functionName || '(anonymous)';
   if (!frame.url) return fn;
-  const path = frame.url.replace(/^file:\/\//, '').replace(`${root}/`, '').replace(/^.*node_modules\//, '~');
+  const path = frame.url
+    .replace(/^file:\/\//, '')
+    .replace(`${root}/`, '')
+    .replace(/^.*node_modules\//, '~');
   return `${fn} ${path}:${frame.lineNumber + 1}`;
 }
 
 export function formatFrames(frames: Frame[]): string {
-  return frames.map((frame) => `  ${(frame.share * 100).toFixed(1).padStart(5)}%  ${frame.selfMs.toFixed(0).padStart(7)} ms  ${frame.name}`).join('\n');
+  return frames
+    .map((frame) => `  ${(frame.share * 100).toFixed(1).padStart(5)}%  ${frame.selfMs.toFixed(0).padStart(7)} ms  ${frame.name}`)
+    .join('\n');
 }

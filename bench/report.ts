@@ -10,7 +10,7 @@ export const RESULTS_SCHEMA_VERSION = 2;
 export const EMULATOR_CAVEAT =
   'Backend is the jongodb EMULATOR behind the serializing proxy: these figures say nothing about MongoDB. The ' +
   'emulator has no real storage engine (its inserts slow down sharply as a collection grows) and the proxy runs ' +
-  'one transaction at a time, so throughput under concurrency is the emulator\'s, not a database\'s. The checks ' +
+  "one transaction at a time, so throughput under concurrency is the emulator's, not a database's. The checks " +
   'are binding; compare ratios between runs on the same machine at most, and measure on a real replica set ' +
   '(MONGODB_URI) before drawing conclusions.';
 
@@ -118,12 +118,20 @@ export function ratioDefinitions(concurrencies: readonly number[], replayConcurr
   for (const c of concurrencies) {
     ratio(`create-vs-floor-c${c}`, `create / floor (c${c})`, 'req/s', scenarioId.create(c), scenarioId.floor(c), TARGETS.createVsFloor);
   }
-  for (const c of concurrencies) ratio(`layer-on-vs-off-c${c}`, `layer on / layer off (c${c})`, 'req/s', scenarioId.create(c), scenarioId.createLayerOff(c));
+  for (const c of concurrencies)
+    ratio(`layer-on-vs-off-c${c}`, `layer on / layer off (c${c})`, 'req/s', scenarioId.create(c), scenarioId.createLayerOff(c));
   const r = replayConcurrency;
   ratio(`replay-vs-create-c${r}`, `replay / create (c${r})`, 'req/s', scenarioId.replay(r), scenarioId.create(r));
   ratio(`replay-vs-get-c${r}`, `replay / GET (c${r})`, 'req/s', scenarioId.replay(r), scenarioId.get(r));
   for (const c of concurrencies) {
-    ratio(`layer-on-vs-off-cpu-c${c}`, `layer on / layer off (c${c})`, 'cpu', scenarioId.create(c), scenarioId.createLayerOff(c), TARGETS.layerCpu);
+    ratio(
+      `layer-on-vs-off-cpu-c${c}`,
+      `layer on / layer off (c${c})`,
+      'cpu',
+      scenarioId.create(c),
+      scenarioId.createLayerOff(c),
+      TARGETS.layerCpu,
+    );
   }
   ratio(`replay-vs-get-cpu-c${r}`, `replay / GET (c${r})`, 'cpu', scenarioId.replay(r), scenarioId.get(r), TARGETS.replayVsGetCpu);
   return definitions;
@@ -146,7 +154,10 @@ export function computeRatios(scenarios: readonly ScenarioResult[], definitions:
 /** Null when the ratio has no target or no value. */
 export function targetMet(ratio: Ratio): boolean | null {
   if (!ratio.target || ratio.value === null) return null;
-  return (ratio.target.max === undefined || ratio.value <= ratio.target.max) && (ratio.target.min === undefined || ratio.value >= ratio.target.min);
+  return (
+    (ratio.target.max === undefined || ratio.value <= ratio.target.max) &&
+    (ratio.target.min === undefined || ratio.value >= ratio.target.min)
+  );
 }
 
 /** Nearest-rank percentile (p in 0..100) of unsorted samples; 0 for no samples. */
@@ -234,7 +245,10 @@ function cell(value: string, column: (typeof COLUMNS)[number]): string {
 }
 
 function row(values: string[]): string {
-  return values.map((value, index) => cell(value, COLUMNS[index])).join('  ').trimEnd();
+  return values
+    .map((value, index) => cell(value, COLUMNS[index]))
+    .join('  ')
+    .trimEnd();
 }
 
 export function formatScenarioRow(scenario: ScenarioResult): string {

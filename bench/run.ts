@@ -217,12 +217,19 @@ async function warmThenMeasure(
   await store.clean();
   let warmupRequests = 0;
   if (settings.warmupSeconds > 0) {
-    const warm = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds: settings.warmupSeconds, requests: requestsFor('warm') });
+    const warm = await runLoad({
+      baseUrl: target.baseUrl,
+      connections,
+      durationSeconds: settings.warmupSeconds,
+      requests: requestsFor('warm'),
+    });
     warmupRequests = warm.requests;
     await store.clean();
   }
   const durationSeconds = windowAfterWarmup(settings, warmupRequests);
-  const measured = await measure(target, () => runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') }));
+  const measured = await measure(target, () =>
+    runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') }),
+  );
   await settle(bench);
   return measured;
 }
@@ -284,7 +291,13 @@ async function createUniqueKeys(bench: Bench, concurrency: number, layer: 'on' |
   ]);
   return layer === 'on'
     ? scenario(scenarioId.create(concurrency), 'create, unique keys', concurrency, measured, allStatus(measured, '201'))
-    : scenario(scenarioId.createLayerOff(concurrency), 'create, unique keys, idempotency layer OFF', concurrency, measured, allStatus(measured, '201'));
+    : scenario(
+        scenarioId.createLayerOff(concurrency),
+        'create, unique keys, idempotency layer OFF',
+        concurrency,
+        measured,
+        allStatus(measured, '201'),
+      );
 }
 
 /** 4. Replay of completed keys (all 201 + Idempotent-Replayed) against GET /v1/orders/:id of the same orders. */
@@ -356,7 +369,12 @@ function replayOf(keys: string[]): { tally: { replayed: number; other: number };
  * ids. A key whose create does not answer 201 is dropped for a fresh one (on
  * the emulator some do: it loses writes under concurrency), up to 3x `count`.
  */
-async function seedOrders(service: ServiceProcess, prefix: string, count: number, concurrency: number): Promise<{ key: string; id: string }[]> {
+async function seedOrders(
+  service: ServiceProcess,
+  prefix: string,
+  count: number,
+  concurrency: number,
+): Promise<{ key: string; id: string }[]> {
   const seeded: { key: string; id: string }[] = [];
   const failures: string[] = [];
   let attempts = 0;
@@ -374,7 +392,8 @@ async function seedOrders(service: ServiceProcess, prefix: string, count: number
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-  if (failures.length > 0) process.stderr.write(`  (seeding: ${failures.length} creates did not answer 201: ${[...new Set(failures)].join(', ')})\n`);
+  if (failures.length > 0)
+    process.stderr.write(`  (seeding: ${failures.length} creates did not answer 201: ${[...new Set(failures)].join(', ')})\n`);
   if (seeded.length === 0) throw new Error('seeding the replay scenario: no create answered 201');
   return seeded.slice(0, count);
 }
@@ -440,12 +459,16 @@ async function growth(bench: Bench): Promise<ScenarioResult[]> {
   const concurrency = bench.levels[0];
   const sizes = settings.growthSizes ?? (settings.mode === 'quick' ? [1_000, 10_000] : [1_000, 10_000, 100_000]);
   await store.clean();
-  const keys = (await seedOrders(service, `${bench.runId}-growth`, settings.replayKeys, Math.min(4, concurrency))).map((order) => order.key);
+  const keys = (await seedOrders(service, `${bench.runId}-growth`, settings.replayKeys, Math.min(4, concurrency))).map(
+    (order) => order.key,
+  );
   const results: ScenarioResult[] = [];
   for (const size of sizes) {
     await store.growRecords(size, `${bench.runId}-filler`);
     const run = (requests: RequestSpec[]) =>
-      measure(service, () => runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds: settings.durationSeconds, requests }));
+      measure(service, () =>
+        runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds: settings.durationSeconds, requests }),
+      );
     const replay = replayOf(keys);
     const replayed = await run(replay.requests);
     const created = await run([createRequest(uniqueKeys(`${bench.runId}-growth-${size}`))]);
@@ -523,7 +546,9 @@ async function reportProfiles(services: ServiceProcess[], dir: string): Promise<
       continue;
     }
     const profile = JSON.parse(readFileSync(join(folder, files[0]), 'utf8')) as CpuProfile;
-    console.log(`\nTop frames by self time, ${service.name} (${join(folder, files[0])}):\n${formatFrames(topFrames(profile, 15, ROOT.replace(/\/$/, ''), service.readyAfterMs))}`);
+    console.log(
+      `\nTop frames by self time, ${service.name} (${join(folder, files[0])}):\n${formatFrames(topFrames(profile, 15, ROOT.replace(/\/$/, ''), service.readyAfterMs))}`,
+    );
   }
 }
 
@@ -567,10 +592,12 @@ async function main(): Promise<number> {
     ]);
     for (const started of services) if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
     const failed = services.find((started) => started.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+    if (failed) throw failed.reason;
     const [service, layerOff] = services.flatMap((started) => (started.status === 'fulfilled' ? [started.value] : []));
     console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
-    console.log(`  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`);
+    console.log(
+      `  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`,
+    );
 
     const store = await BenchStore.connect(backend.uri, names.db, names.simulator);
     cleanups.push(() => store.close());

@@ -91,7 +91,7 @@ export class BenchStore {
   /** Adds finished idempotency records of other keys until the collection holds `total` (the growth scenario). */
   async growRecords(total: number, prefix: string): Promise<void> {
     const records = this.db.collection<StoredDoc>('idempotency_records');
-    for (let count = await records.countDocuments(); count < total; ) {
+    for (let count = await records.countDocuments(); count < total;) {
       const batch = Array.from({ length: Math.min(1000, total - count) }, (_, i) => {
         const { record } = claimDocuments(`${prefix}-${count + i}`);
         return { ...record, status: 'complete', lease: null, response: { status: 201, body: randomBytes(300).toString('base64') } };
@@ -212,7 +212,16 @@ function createDocuments(clientKey: string) {
     currency: 'USD',
     postedAt: now,
   }));
-  const event = { _id: `evt_${order._id}_completed`, tenant: 'bench', type: 'order.completed', payload: { id: order._id }, status: 'pending', attempts: 0, availableAt: now, createdAt: now };
+  const event = {
+    _id: `evt_${order._id}_completed`,
+    tenant: 'bench',
+    type: 'order.completed',
+    payload: { id: order._id },
+    status: 'pending',
+    attempts: 0,
+    availableAt: now,
+    createdAt: now,
+  };
   return { record, order, charge, payment, entries, event };
 }
 

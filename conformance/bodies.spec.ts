@@ -5,11 +5,11 @@ const ORDER = defaultOrderBody('abc123');
 const SPEC = { body: ORDER, varyField: 'customerId', outageField: 'paymentMethod.token', outageValue: 'tok_provider_down' };
 
 describe('bodies', () => {
-  it('the default order uses the run\'s own customer id and the card that succeeds', () => {
+  it("the default order uses the run's own customer id and the card that succeeds", () => {
     expect(ORDER).toMatchObject({ customerId: 'conformance_abc123', paymentMethod: { token: 'tok_visa' } });
   });
 
-  it('reorders every object\'s keys but keeps array order', () => {
+  it("reorders every object's keys but keeps array order", () => {
     const body: Json = { a: 1, b: { c: 2, d: 3 }, list: [{ x: 1, y: 2 }, 'z'] };
     expect(JSON.stringify(reorderKeys(body))).toBe('{"list":[{"y":2,"x":1},"z"],"b":{"d":3,"c":2},"a":1}');
     expect(JSON.parse(JSON.stringify(reorderKeys(body)))).toEqual(body);

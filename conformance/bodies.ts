@@ -56,7 +56,11 @@ export function deriveBodies(spec: BodySpec, withOutage: boolean): Bodies {
 export function reorderKeys(value: Json): Json {
   if (Array.isArray(value)) return value.map(reorderKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).reverse().map(([key, child]) => [key, reorderKeys(child)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .reverse()
+      .map(([key, child]) => [key, reorderKeys(child)]),
+  );
 }
 
 /** A string gets a suffix, a number + 1, a boolean flips: small changes that stay valid for most schemas. */

@@ -11,7 +11,11 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const options: ConformanceOptions = { ...command.options, ...(await readBodies(command.bodyFiles)), onRow: (row) => console.log(formatRow(row)) };
+  const options: ConformanceOptions = {
+    ...command.options,
+    ...(await readBodies(command.bodyFiles)),
+    onRow: (row) => console.log(formatRow(row)),
+  };
   const report = await runConformance(options);
   console.log(`\n${formatSummary(report)}`);
   console.log(`reports: ${options.junitPath}, ${options.jsonPath}`);

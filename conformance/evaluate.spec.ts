@@ -30,9 +30,11 @@ function answer(status: number, body = '', headers: Record<string, string> = {})
 const created = () => answer(201, ORDER, { location: '/v1/orders/ord_1', 'idempotency-expires': TOMORROW });
 const replayed = (overrides: Record<string, string> = {}, body = ORDER) =>
   answer(201, body, { location: '/v1/orders/ord_1', 'idempotency-expires': TOMORROW, 'idempotent-replayed': 'true', ...overrides });
-const conflict = (retryAfter?: string) => answer(409, '{"code":"idempotency_key_in_use"}', retryAfter === undefined ? {} : { 'retry-after': retryAfter });
+const conflict = (retryAfter?: string) =>
+  answer(409, '{"code":"idempotency_key_in_use"}', retryAfter === undefined ? {} : { 'retry-after': retryAfter });
 const reset: Reply = { error: 'ECONNRESET: read ECONNRESET' };
-const problem = (status: number, extra: Record<string, string> = {}) => answer(status, `{"status":${status}}`, { 'content-type': 'application/problem+json', ...extra });
+const problem = (status: number, extra: Record<string, string> = {}) =>
+  answer(status, `{"status":${status}}`, { 'content-type': 'application/problem+json', ...extra });
 
 describe('HTTP field parsing', () => {
   it('reads IMF-fixdate only', () => {
@@ -97,7 +99,10 @@ describe('first use and replay', () => {
   });
 
   it('replay: status, bytes, Content-Type, Location and the header must all match', () => {
-    expect(evaluateReplay(created(), replayed())).toEqual({ status: 'PASS', reason: `201, ${ORDER.length} identical bytes, Idempotent-Replayed: true` });
+    expect(evaluateReplay(created(), replayed())).toEqual({
+      status: 'PASS',
+      reason: `201, ${ORDER.length} identical bytes, Idempotent-Replayed: true`,
+    });
     expect(evaluateReplay(created(), replayed({ 'idempotent-replayed': 'false' })).reason).toBe('retry: no "Idempotent-Replayed: true"');
     expect(evaluateReplay(created(), replayed({}, ORDER.replace('saved', 'SAVED'))).reason).toContain('body differs');
     expect(evaluateReplay(created(), replayed({ location: '/v1/orders/ord_2' })).reason).toContain('location');
@@ -134,7 +139,9 @@ describe('concurrent duplicates', () => {
   it('a 409 without Retry-After, another status, or a follow-up that is not a replay fails', () => {
     expect(evaluateConcurrent([created(), conflict()], replayed()).reason).toContain('409 without Retry-After');
     expect(evaluateConcurrent([created(), problem(500)], replayed()).reason).toContain('neither a replay nor 409');
-    expect(evaluateConcurrent([created(), conflict('1')], created()).reason).toContain('follow-up after all answered: no "Idempotent-Replayed: true"');
+    expect(evaluateConcurrent([created(), conflict('1')], created()).reason).toContain(
+      'follow-up after all answered: no "Idempotent-Replayed: true"',
+    );
   });
 });
 
@@ -148,7 +155,9 @@ describe('lost response', () => {
 
   it('fails when the retry is processed again, points elsewhere, or stays 409', () => {
     expect(evaluateLostResponse({ first: reset, lost, retries: [created()] }).reason).toContain('processed again');
-    expect(evaluateLostResponse({ first: reset, lost, retries: [replayed({ location: '/v1/orders/ord_9' })] }).reason).toContain('not the lost answer');
+    expect(evaluateLostResponse({ first: reset, lost, retries: [replayed({ location: '/v1/orders/ord_9' })] }).reason).toContain(
+      'not the lost answer',
+    );
     expect(evaluateLostResponse({ first: reset, lost, retries: [conflict('1'), conflict('1')] }).reason).toBe('still 409 after 2 retries');
   });
 
@@ -160,7 +169,8 @@ describe('lost response', () => {
 
 describe('provider outage', () => {
   const outage = () => problem(503, { 'retry-after': '2' });
-  const record = (fields: Record<string, unknown>) => answer(200, JSON.stringify({ records: [{ status: 'pending', attempt: 1, responseStatus: null, ...fields }] }));
+  const record = (fields: Record<string, unknown>) =>
+    answer(200, JSON.stringify({ records: [{ status: 'pending', attempt: 1, responseStatus: null, ...fields }] }));
 
   it('503 + Retry-After twice, not replayed, the key kept (422), no stored response, attempt 1', () => {
     const verdict = evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({}) });
@@ -170,14 +180,22 @@ describe('provider outage', () => {
 
   it('a stored and replayed 503 fails', () => {
     const stored = problem(503, { 'retry-after': '2', 'idempotent-replayed': 'true' });
-    expect(evaluateOutage({ first: outage(), retry: stored, otherBody: problem(422), keyRecord: null }).reason).toContain('a transient failure was stored');
+    expect(evaluateOutage({ first: outage(), retry: stored, otherBody: problem(422), keyRecord: null }).reason).toContain(
+      'a transient failure was stored',
+    );
   });
 
   it('no Retry-After, a forgotten key, a stored response or a new attempt fails', () => {
-    expect(evaluateOutage({ first: problem(503), retry: outage(), otherBody: problem(422), keyRecord: null }).reason).toBe('outage: 503 without Retry-After');
+    expect(evaluateOutage({ first: problem(503), retry: outage(), otherBody: problem(422), keyRecord: null }).reason).toBe(
+      'outage: 503 without Retry-After',
+    );
     expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: created(), keyRecord: null }).reason).toContain('forgotten');
-    expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({ responseStatus: 503 }) }).reason).toContain('(503) was stored');
-    expect(evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({ attempt: 2 }) }).reason).toContain('new attempt');
+    expect(
+      evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({ responseStatus: 503 }) }).reason,
+    ).toContain('(503) was stored');
+    expect(
+      evaluateOutage({ first: outage(), retry: outage(), otherBody: problem(422), keyRecord: record({ attempt: 2 }) }).reason,
+    ).toContain('new attempt');
   });
 });
 
@@ -194,7 +212,11 @@ describe('tenants and authentication', () => {
     const unauthorized = (extra: Record<string, string> = {}) => problem(401, extra);
     expect(evaluateUnauthenticated([{ label: 'none', used: unauthorized(), unused: unauthorized() }]).status).toBe('PASS');
     expect(evaluateUnauthenticated([{ label: 'none', used: answer(401, 'x'), unused: answer(401, 'y') }]).reason).toContain('bodies');
-    expect(evaluateUnauthenticated([{ label: 'none', used: unauthorized({ 'x-key-state': 'used' }), unused: unauthorized() }]).reason).toContain('header fields');
-    expect(evaluateUnauthenticated([{ label: 'none', used: replayed(), unused: unauthorized() }]).reason).toBe('none, used key: got 201, expected 401');
+    expect(
+      evaluateUnauthenticated([{ label: 'none', used: unauthorized({ 'x-key-state': 'used' }), unused: unauthorized() }]).reason,
+    ).toContain('header fields');
+    expect(evaluateUnauthenticated([{ label: 'none', used: replayed(), unused: unauthorized() }]).reason).toBe(
+      'none, used key: got 201, expected 401',
+    );
   });
 });

@@ -62,7 +62,8 @@ export function replayProblems(original: Answer, retry: Reply, what: string): st
   const problems: string[] = [];
   if (retry.status !== original.status) problems.push(`${what}: status ${retry.status}, the original was ${original.status}`);
   if (!isReplayed(retry)) problems.push(`${what}: no "Idempotent-Replayed: true"`);
-  if (!retry.body.equals(original.body)) problems.push(`${what}: body differs from the original (${retry.body.length} vs ${original.body.length} bytes)`);
+  if (!retry.body.equals(original.body))
+    problems.push(`${what}: body differs from the original (${retry.body.length} vs ${original.body.length} bytes)`);
   for (const name of ['content-type', 'location']) {
     if (original.headers[name] !== undefined && retry.headers[name] !== original.headers[name]) {
       problems.push(`${what}: ${name} "${retry.headers[name] ?? '(none)'}", the original had "${original.headers[name]}"`);
@@ -128,7 +129,7 @@ export function evaluateReplay(original: Answer, retry: Reply): Verdict {
 export function evaluateOtherBody(reply: Reply): Verdict {
   const processed = isAnswer(reply) && is2xx(reply.status);
   const problem = processed
-    ? `got ${reply.status}${isReplayed(reply) ? ' replaying the first body\'s answer' : ': another body under a used key was processed'}`
+    ? `got ${reply.status}${isReplayed(reply) ? " replaying the first body's answer" : ': another body under a used key was processed'}`
     : statusProblem(reply, 422, 'same key, other body');
   return judge([problem], '422 for another body under a used key');
 }
@@ -167,7 +168,9 @@ function differingFields(a: unknown, b: unknown): string {
   if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return '';
   const left = a as Record<string, unknown>;
   const right = b as Record<string, unknown>;
-  const names = [...new Set([...Object.keys(left), ...Object.keys(right)])].filter((name) => canonicalJson(left[name]) !== canonicalJson(right[name]));
+  const names = [...new Set([...Object.keys(left), ...Object.keys(right)])].filter(
+    (name) => canonicalJson(left[name]) !== canonicalJson(right[name]),
+  );
   return names.length > 0 ? ` (fields: ${names.join(', ')})` : '';
 }
 
@@ -180,7 +183,8 @@ export function evaluateConcurrent(replies: Reply[], followUp: Reply): Verdict {
   const answers = replies.filter(isAnswer);
   const originals = answers.filter((answer) => is2xx(answer.status) && !isReplayed(answer));
   const problems: Problem[] = replies.map((reply, index) => !isAnswer(reply) && `duplicate ${index + 1}: no answer (${reply.error})`);
-  if (originals.length !== 1) return judge([...problems, `${originals.length} of ${replies.length} were processed (not replays); expected exactly 1`], '');
+  if (originals.length !== 1)
+    return judge([...problems, `${originals.length} of ${replies.length} were processed (not replays); expected exactly 1`], '');
   const [original] = originals;
   let replays = 0;
   let conflicts = 0;
@@ -196,7 +200,10 @@ export function evaluateConcurrent(replies: Reply[], followUp: Reply): Verdict {
     }
   }
   problems.push(...replayProblems(original, followUp, 'follow-up after all answered'));
-  return judge(problems, `1 processed (${original.status}), ${replays} replayed, ${conflicts} x 409 + Retry-After; the follow-up replays it`);
+  return judge(
+    problems,
+    `1 processed (${original.status}), ${replays} replayed, ${conflicts} x 409 + Retry-After; the follow-up replays it`,
+  );
 }
 
 export interface LostResponseObservation {
@@ -215,10 +222,14 @@ export function evaluateLostResponse({ first, lost, retries }: LostResponseObser
   if (!retry) return judge(['no retry was sent'], '');
   const processedAgain = isAnswer(retry) && is2xx(retry.status) && !isReplayed(retry);
   const problems: Problem[] = [
-    processedAgain && `the retry got ${retry.status} without "Idempotent-Replayed: true": the lost request was processed again, or the replay is not marked`,
+    processedAgain &&
+      `the retry got ${retry.status} without "Idempotent-Replayed: true": the lost request was processed again, or the replay is not marked`,
     isAnswer(retry) && retry.status === 409 ? `still 409 after ${retries.length} retries` : statusProblem(retry, lost.status, 'retry'),
     isAnswer(retry) && !processedAgain && retry.status !== 409 && !isReplayed(retry) && 'the retry has no "Idempotent-Replayed: true"',
-    isAnswer(retry) && is2xx(retry.status) && lost.headers.location !== undefined && retry.headers.location !== lost.headers.location &&
+    isAnswer(retry) &&
+      is2xx(retry.status) &&
+      lost.headers.location !== undefined &&
+      retry.headers.location !== lost.headers.location &&
       `the retry's Location "${retry.headers.location ?? '(none)'}" is not the lost answer's "${lost.headers.location}"`,
   ];
   return judge(problems, `the first answer (${lost.status}) was lost; the retry got ${lost.status} with Idempotent-Replayed: true`);
@@ -242,11 +253,14 @@ export interface OutageObservation {
  * retry resumed the first attempt instead of starting a new order.
  */
 export function evaluateOutage(observed: OutageObservation): Verdict {
-  const problems: Problem[] = [...outageAnswerProblems(observed.first, 'outage'), ...outageAnswerProblems(observed.retry, 'retry of the outage')];
+  const problems: Problem[] = [
+    ...outageAnswerProblems(observed.first, 'outage'),
+    ...outageAnswerProblems(observed.retry, 'retry of the outage'),
+  ];
   if (isAnswer(observed.otherBody) && is2xx(observed.otherBody.status)) {
     problems.push(`the good body under the outage's key got ${observed.otherBody.status}: the key was forgotten after the outage`);
   } else {
-    problems.push(statusProblem(observed.otherBody, 422, 'the good body under the outage\'s key'));
+    problems.push(statusProblem(observed.otherBody, 422, "the good body under the outage's key"));
   }
   if (observed.keyRecord) problems.push(...keyRecordProblems(observed.keyRecord));
   const retryAfter = isAnswer(observed.first) ? observed.first.headers['retry-after'] : '';
@@ -271,11 +285,13 @@ function keyRecordProblems(reply: Reply): Problem[] {
   const status = statusProblem(reply, 200, 'key record');
   if (status || !isAnswer(reply)) return [status];
   const records = (parseJson(reply.body) as { records?: KeyRecordView[] } | undefined)?.records;
-  if (!Array.isArray(records) || records.length !== 1) return [`key record: expected {records: [one record]}, got ${reply.body.subarray(0, 80).toString('utf8')}`];
+  if (!Array.isArray(records) || records.length !== 1)
+    return [`key record: expected {records: [one record]}, got ${reply.body.subarray(0, 80).toString('utf8')}`];
   const [record] = records;
   return [
     record.responseStatus !== null && `key record: a response (${JSON.stringify(record.responseStatus)}) was stored`,
-    record.attempt !== 1 && `key record: attempt ${String(record.attempt)}: the retry started a new attempt (a new order) instead of resuming the first`,
+    record.attempt !== 1 &&
+      `key record: attempt ${String(record.attempt)}: the retry started a new attempt (a new order) instead of resuming the first`,
     record.status !== 'pending' && record.status !== 'failed' && `key record: status "${String(record.status)}"`,
   ];
 }
@@ -284,10 +300,10 @@ function keyRecordProblems(reply: Reply): Problem[] {
 export function evaluateSecondTenant(tenantA: Answer, tenantB: Reply): Verdict {
   if (!isAnswer(tenantB)) return judge([`tenant B: no answer (${tenantB.error})`], '');
   const problems: Problem[] = [
-    tenantB.status === 422 && 'tenant B got 422: its key collided with tenant A\'s record (keys are not scoped per tenant)',
-    tenantB.status === 409 && 'tenant B got 409: its key collided with tenant A\'s record (keys are not scoped per tenant)',
+    tenantB.status === 422 && "tenant B got 422: its key collided with tenant A's record (keys are not scoped per tenant)",
+    tenantB.status === 409 && "tenant B got 409: its key collided with tenant A's record (keys are not scoped per tenant)",
     isReplayed(tenantB) && 'tenant B got a replay: keys are not scoped per tenant',
-    tenantB.body.equals(tenantA.body) && 'tenant B got tenant A\'s exact bytes',
+    tenantB.body.equals(tenantA.body) && "tenant B got tenant A's exact bytes",
   ];
   if (!problems.some(Boolean)) problems.push(statusProblem(tenantB, '2xx', 'tenant B'));
   return judge(problems, `tenant B: ${tenantB.status}, not replayed, its own resource`);
@@ -310,5 +326,8 @@ export function evaluateUnauthenticated(pairs: UnauthenticatedPair[]): Verdict {
       names(used) !== names(unused) && `${label}: the 401 header fields differ (${names(used)} vs ${names(unused)})`,
     ];
   });
-  return judge(problems, `401 with identical bodies and header fields for a used and an unused key (${pairs.map((pair) => pair.label).join(', ')})`);
+  return judge(
+    problems,
+    `401 with identical bodies and header fields for a used and an unused key (${pairs.map((pair) => pair.label).join(', ')})`,
+  );
 }

@@ -18,7 +18,15 @@ const BODY_PREFIX_BYTES = 200;
 
 export function evidenceOf(label: string, reply: Reply | LostAnswer): Evidence {
   if ('error' in reply) return { label, error: reply.error };
-  const headers = Object.fromEntries(SHOWN_HEADERS.filter((name) => reply.headers[name] !== undefined).map((name) => [name, reply.headers[name]]));
+  const headers = Object.fromEntries(
+    SHOWN_HEADERS.filter((name) => reply.headers[name] !== undefined).map((name) => [name, reply.headers[name]]),
+  );
   if (!('body' in reply)) return { label, status: reply.status, headers };
-  return { label, status: reply.status, headers, body: reply.body.subarray(0, BODY_PREFIX_BYTES).toString('utf8'), bodyBytes: reply.body.length };
+  return {
+    label,
+    status: reply.status,
+    headers,
+    body: reply.body.subarray(0, BODY_PREFIX_BYTES).toString('utf8'),
+    bodyBytes: reply.body.length,
+  };
 }

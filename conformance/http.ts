@@ -81,7 +81,13 @@ export class KitHttp {
   }
 }
 
-function exchange(url: URL, method: string, headers: Record<string, string | string[]>, body: string | undefined, timeoutMs: number): Promise<Reply> {
+function exchange(
+  url: URL,
+  method: string,
+  headers: Record<string, string | string[]>,
+  body: string | undefined,
+  timeoutMs: number,
+): Promise<Reply> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
     const request = client.request(url, { method, headers, agent: false }, (response) => {
@@ -89,7 +95,9 @@ function exchange(url: URL, method: string, headers: Record<string, string | str
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('error', (error) => resolve({ error: describeError(error) }));
       response.on('aborted', () => resolve({ error: 'answer cut off mid-body' }));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: flatHeaders(response.headers), body: Buffer.concat(chunks) }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: flatHeaders(response.headers), body: Buffer.concat(chunks) }),
+      );
     });
     request.setTimeout(timeoutMs, () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     request.on('error', (error) => resolve({ error: describeError(error) }));

@@ -3,7 +3,15 @@ import { escapeXml, renderJUnit } from './junit.js';
 import { countRows, type Report, type RowResult } from './report.js';
 
 function row(id: string, status: RowResult['status'], reason: string, body = '{"id":"ord_1"}'): RowResult {
-  return { id, title: `${id} -> 400`, clause: 'draft §2.7', status, reason, evidence: [{ label: 'answer', status: 400, body }], durationMs: 250 };
+  return {
+    id,
+    title: `${id} -> 400`,
+    clause: 'draft §2.7',
+    status,
+    reason,
+    evidence: [{ label: 'answer', status: 400, body }],
+    durationMs: 250,
+  };
 }
 
 function report(rows: RowResult[]): Report {
@@ -30,7 +38,14 @@ describe('JUnit XML', () => {
   });
 
   it('counts FAIL as failures and SKIP and XFAIL as skipped', () => {
-    const xml = renderJUnit(report([row('missing-key', 'PASS', 'ok'), row('replay', 'FAIL', 'no header'), row('quoted-key', 'XFAIL', 'issue 18'), row('second-tenant', 'SKIP', 'needs --token-b')]));
+    const xml = renderJUnit(
+      report([
+        row('missing-key', 'PASS', 'ok'),
+        row('replay', 'FAIL', 'no header'),
+        row('quoted-key', 'XFAIL', 'issue 18'),
+        row('second-tenant', 'SKIP', 'needs --token-b'),
+      ]),
+    );
     expect(xml).toContain('<testsuites name="idempotency conformance" tests="4" failures="1" errors="0" skipped="2" time="1.500">');
     expect(xml.match(/<testcase /g)).toHaveLength(4);
     expect(xml).toContain('<failure message="no header" type="FAIL">');

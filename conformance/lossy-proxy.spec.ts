@@ -49,7 +49,7 @@ describe('the lossy proxy', () => {
     }
   });
 
-  it('keeps the base URL\'s path prefix and stops at the request budget', async () => {
+  it("keeps the base URL's path prefix and stops at the request budget", async () => {
     const client = new KitHttp(baseUrl, 5_000, 1);
     expect(client.fullPath('/v1/things')).toBe('/api/v1/things');
     expect(isAnswer(await client.send({ method: 'GET', path: '/v1/things' }))).toBe(true);

@@ -59,7 +59,12 @@ export async function startLossyProxy(target: URL, dropFirst: number, timeoutMs:
   };
 }
 
-function forward(target: URL, request: http.IncomingMessage, timeoutMs: number, onAnswer: (answer: http.IncomingMessage) => void): http.ClientRequest {
+function forward(
+  target: URL,
+  request: http.IncomingMessage,
+  timeoutMs: number,
+  onAnswer: (answer: http.IncomingMessage) => void,
+): http.ClientRequest {
   const headers = { ...request.headers, host: target.host };
   delete headers.connection;
   const options: https.RequestOptions = {

@@ -11,7 +11,19 @@ function run(argv: string[], env: Record<string, string> = {}): Extract<CliComma
 
 describe('command line', () => {
   it('maps the flags to options, with the report paths defaulted', () => {
-    const { options, bodyFiles } = run([...BASE, '--token-b', 'tok-b', '--path', '/v1/refunds', '--concurrency', '8', '--body-file', 'b.json', '--vary-field', 'amount']);
+    const { options, bodyFiles } = run([
+      ...BASE,
+      '--token-b',
+      'tok-b',
+      '--path',
+      '/v1/refunds',
+      '--concurrency',
+      '8',
+      '--body-file',
+      'b.json',
+      '--vary-field',
+      'amount',
+    ]);
     expect(options).toMatchObject({
       baseUrl: 'https://staging.example/api',
       token: 'tok-a',
@@ -32,13 +44,25 @@ describe('command line', () => {
   });
 
   it('reads --skip and --expect-fail as row[:reason], repeatable', () => {
-    const { options } = run([...BASE, '--skip', 'provider-outage:no simulator here', '--expect-fail', 'quoted-key:issue 18: sf-string', '--expect-fail', 'replay']);
+    const { options } = run([
+      ...BASE,
+      '--skip',
+      'provider-outage:no simulator here',
+      '--expect-fail',
+      'quoted-key:issue 18: sf-string',
+      '--expect-fail',
+      'replay',
+    ]);
     expect(options.skip).toEqual({ 'provider-outage': 'no simulator here' });
     expect(options.expectFail).toEqual({ 'quoted-key': 'issue 18: sf-string', replay: 'listed in --expect-fail' });
   });
 
   it('refuses unknown rows, flags and numbers with a usage error', () => {
-    expect(() => parseCliArgs([...BASE, '--skip', 'replays'], {})).toThrow(new UsageError('--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated)'));
+    expect(() => parseCliArgs([...BASE, '--skip', 'replays'], {})).toThrow(
+      new UsageError(
+        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated)',
+      ),
+    );
     expect(() => parseCliArgs([...BASE, '--colour'], {})).toThrow(UsageError);
     expect(() => parseCliArgs([...BASE, '--concurrency', 'many'], {})).toThrow('--concurrency must be a whole number');
     expect(() => parseCliArgs(['--token', 't'], {})).toThrow('--base-url is required');

@@ -88,7 +88,9 @@ function problemsOf(options: ResolvedOptions): string[] {
     !integerIn(options.concurrency, 2, 20) && '--concurrency must be an integer from 2 to 20',
     !integerIn(options.timeoutMs, 100, 120_000) && '--timeout-ms must be an integer from 100 to 120000',
     !integerIn(options.maxRequests, 1, 1_000) && '--max-requests must be an integer from 1 to 1000',
-    options.keyStatusPath !== null && !/^\/.*\{key\}/.test(options.keyStatusPath) && '--key-status-path must start with "/" and contain {key}',
+    options.keyStatusPath !== null &&
+      !/^\/.*\{key\}/.test(options.keyStatusPath) &&
+      '--key-status-path must start with "/" and contain {key}',
     ...listed.filter((id) => !isRowId(id)).map((id) => `unknown row "${id}" (rows: ${ROW_IDS.join(', ')})`),
   ].filter((problem): problem is string => typeof problem === 'string');
 }
@@ -152,7 +154,11 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     jsonPath: values.json ?? DEFAULTS.jsonPath,
   };
   if (!options.baseUrl) throw new UsageError('--base-url is required');
-  return { kind: 'run', options, bodyFiles: { body: values['body-file'], otherBody: values['other-body-file'], outageBody: values['outage-body-file'] } };
+  return {
+    kind: 'run',
+    options,
+    bodyFiles: { body: values['body-file'], otherBody: values['other-body-file'], outageBody: values['outage-body-file'] },
+  };
 }
 
 function integerFlag(value: string | undefined, flag: string): number | undefined {

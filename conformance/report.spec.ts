@@ -1,5 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
-import { applyExpectation, countRows, exitCodeFor, formatEvidence, formatRow, formatSummary, redactUrl, type Report, type RowResult } from './report.js';
+import {
+  applyExpectation,
+  countRows,
+  exitCodeFor,
+  formatEvidence,
+  formatRow,
+  formatSummary,
+  redactUrl,
+  type Report,
+  type RowResult,
+} from './report.js';
 import { ROW_IDS, ROWS } from './rows.js';
 import { skipReason } from './run.js';
 
@@ -15,7 +25,10 @@ const row = (status: RowResult['status'], id = 'replay'): RowResult => ({
 
 describe('known failures (--expect-fail)', () => {
   it('a FAIL becomes XFAIL with its reason kept', () => {
-    expect(applyExpectation({ status: 'FAIL', reason: 'two keys' }, 'issue 18')).toEqual({ status: 'XFAIL', reason: 'expected to fail (issue 18): two keys' });
+    expect(applyExpectation({ status: 'FAIL', reason: 'two keys' }, 'issue 18')).toEqual({
+      status: 'XFAIL',
+      reason: 'expected to fail (issue 18): two keys',
+    });
   });
 
   it('a PASS becomes a FAIL, so the list cannot outlive the fix', () => {
@@ -74,7 +87,9 @@ describe('console output', () => {
       counts: countRows(rows),
       conformant: true,
     };
-    expect(formatSummary(report)).toBe('3 rows: 1 PASS, 0 FAIL, 1 SKIP, 1 XFAIL (known) - no FAIL; 31 requests in 1.2 s against http://127.0.0.1:3000/v1/orders');
+    expect(formatSummary(report)).toBe(
+      '3 rows: 1 PASS, 0 FAIL, 1 SKIP, 1 XFAIL (known) - no FAIL; 31 requests in 1.2 s against http://127.0.0.1:3000/v1/orders',
+    );
     expect(exitCodeFor(report)).toBe(0);
     expect(exitCodeFor({ ...report, conformant: false })).toBe(1);
   });

@@ -61,7 +61,11 @@ const BODY_SHOWN = 100;
 
 /** One row for a terminal: verdict, id, title, clause, reason, then one line per piece of evidence. */
 export function formatRow(row: RowResult): string {
-  const lines = [`${row.status.padEnd(5)} ${row.id.padEnd(22)} ${row.title}`, `      clause:   ${row.clause}`, `      result:   ${row.reason}`];
+  const lines = [
+    `${row.status.padEnd(5)} ${row.id.padEnd(22)} ${row.title}`,
+    `      clause:   ${row.clause}`,
+    `      result:   ${row.reason}`,
+  ];
   for (const item of row.evidence) lines.push(`      - ${formatEvidence(item)}`);
   return lines.join('\n');
 }
@@ -69,7 +73,8 @@ export function formatRow(row: RowResult): string {
 export function formatEvidence(item: Evidence): string {
   if (item.error !== undefined) return `${item.label}: no answer (${item.error})`;
   const headers = Object.entries(item.headers ?? {}).map(([name, value]) => `${name}: ${value}`);
-  const body = item.body === undefined ? '' : ` | ${printable(item.body.slice(0, BODY_SHOWN))}${(item.bodyBytes ?? 0) > BODY_SHOWN ? '...' : ''}`;
+  const body =
+    item.body === undefined ? '' : ` | ${printable(item.body.slice(0, BODY_SHOWN))}${(item.bodyBytes ?? 0) > BODY_SHOWN ? '...' : ''}`;
   return `${item.label}: ${item.status}${headers.length > 0 ? ` [${headers.join('; ')}]` : ''}${body}`;
 }
 

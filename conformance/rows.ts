@@ -230,7 +230,10 @@ const getResource: Row = {
     if (!url) return { verdict: { status: 'SKIP', reason: 'the first use has no Location header and no "id" field' }, evidence: [] };
     const replayed = await post(ctx, { key });
     const resource = await ctx.http.get(url, { authorization: `Bearer ${ctx.settings.token}` });
-    return { verdict: evaluateGetResource(replayed, resource), evidence: [evidenceOf('replay', replayed), evidenceOf(`GET ${url.pathname}`, resource)] };
+    return {
+      verdict: evaluateGetResource(replayed, resource),
+      evidence: [evidenceOf('replay', replayed), evidenceOf(`GET ${url.pathname}`, resource)],
+    };
   },
 };
 
@@ -259,7 +262,7 @@ const concurrentDuplicates: Row = {
 
 const lostResponse: Row = {
   id: 'lost-response',
-  title: 'lost response (the kit\'s proxy drops the first answer) -> the retry replays',
+  title: "lost response (the kit's proxy drops the first answer) -> the retry replays",
   clause: `${DRAFT} §1 (a client that got no answer retries safely) and §2.6; ${README}: same key, same body, finished -> replay`,
   async run(ctx) {
     const proxy = await startLossyProxy(new URL(ctx.settings.baseUrl), 1, ctx.settings.timeoutMs);
@@ -303,8 +306,12 @@ const providerOutage: Row = {
     const retry = await post(ctx, { key, body: outage });
     const otherBodyReply = await post(ctx, { key });
     const keyRecord = ctx.settings.keyStatusPath === null ? null : await getKeyRecord(ctx, ctx.settings.keyStatusPath, key);
-    const evidence = [evidenceOf('outage body', firstReply), evidenceOf('same key, same body, at once', retry), evidenceOf('same key, the good body', otherBodyReply)];
-    if (keyRecord) evidence.push(evidenceOf('the key\'s record', keyRecord));
+    const evidence = [
+      evidenceOf('outage body', firstReply),
+      evidenceOf('same key, same body, at once', retry),
+      evidenceOf('same key, the good body', otherBodyReply),
+    ];
+    if (keyRecord) evidence.push(evidenceOf("the key's record", keyRecord));
     return { verdict: evaluateOutage({ first: firstReply, retry, otherBody: otherBodyReply, keyRecord }), evidence };
   },
 };
@@ -316,13 +323,16 @@ function getKeyRecord(ctx: RowContext, template: string, key: string): Promise<R
 
 const secondTenant: Row = {
   id: 'second-tenant',
-  title: 'a second tenant\'s identical key and body -> an independent request',
+  title: "a second tenant's identical key and body -> an independent request",
   clause: `${DRAFT} §5 Security Considerations (a composite key with client attributes); ${README} Scope: a key is private to your API key`,
   requires: ['first-use', 'token-b'],
   async run(ctx) {
     const { key, answer } = first(ctx);
     const reply = await post(ctx, { key, token: ctx.settings.tokenB });
-    return { verdict: evaluateSecondTenant(answer, reply), evidence: [evidenceOf('tenant A (first use)', answer), evidenceOf('tenant B, same key and body', reply)] };
+    return {
+      verdict: evaluateSecondTenant(answer, reply),
+      evidence: [evidenceOf('tenant A (first use)', answer), evidenceOf('tenant B, same key and body', reply)],
+    };
   },
 };
 
@@ -334,12 +344,18 @@ const unauthenticated: Row = {
   async run(ctx) {
     const used = first(ctx).key;
     const pairs = [];
-    for (const [label, token] of [['no Authorization', null], ['an unknown API key', `conformance-not-a-key-${ctx.key('token')}`]] as const) {
+    for (const [label, token] of [
+      ['no Authorization', null],
+      ['an unknown API key', `conformance-not-a-key-${ctx.key('token')}`],
+    ] as const) {
       pairs.push({ label, used: await post(ctx, { key: used, token }), unused: await post(ctx, { key: ctx.key('unused'), token }) });
     }
     return {
       verdict: evaluateUnauthenticated(pairs),
-      evidence: pairs.flatMap((pair) => [evidenceOf(`${pair.label}, used key`, pair.used), evidenceOf(`${pair.label}, unused key`, pair.unused)]),
+      evidence: pairs.flatMap((pair) => [
+        evidenceOf(`${pair.label}, used key`, pair.used),
+        evidenceOf(`${pair.label}, unused key`, pair.unused),
+      ]),
     };
   },
 };

@@ -80,7 +80,8 @@ function bodiesFor(options: ResolvedOptions, runId: string): Bodies {
 async function runRow(row: Row, ctx: RowContext, options: ResolvedOptions): Promise<RowResult> {
   const started = Date.now();
   const skipped = skipReason(row, { firstUse: ctx.firstUse !== null, tokenB: options.tokenB !== null, skip: options.skip[row.id] });
-  const outcome: RowOutcome = skipped !== null ? { verdict: { status: 'SKIP', reason: skipped }, evidence: [] } : await row.run(ctx).catch(crashed);
+  const outcome: RowOutcome =
+    skipped !== null ? { verdict: { status: 'SKIP', reason: skipped }, evidence: [] } : await row.run(ctx).catch(crashed);
   const { status, reason } = applyExpectation(outcome.verdict, options.expectFail[row.id]);
   return { id: row.id, title: row.title, clause: row.clause, status, reason, evidence: outcome.evidence, durationMs: Date.now() - started };
 }
@@ -91,9 +92,12 @@ function crashed(error: unknown): RowOutcome {
   return { verdict, evidence: [] };
 }
 
-export function skipReason(row: Pick<Row, 'requires'>, have: { firstUse: boolean; tokenB: boolean; skip: string | undefined }): string | null {
+export function skipReason(
+  row: Pick<Row, 'requires'>,
+  have: { firstUse: boolean; tokenB: boolean; skip: string | undefined },
+): string | null {
   if (have.skip !== undefined) return `skipped by --skip: ${have.skip}`;
-  if (row.requires?.includes('token-b') && !have.tokenB) return 'needs --token-b (a second tenant\'s API key)';
+  if (row.requires?.includes('token-b') && !have.tokenB) return "needs --token-b (a second tenant's API key)";
   if (row.requires?.includes('first-use') && !have.firstUse) return 'needs a first use that got a 2xx (see row first-use)';
   return null;
 }

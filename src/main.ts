@@ -32,10 +32,16 @@ async function bootstrap(): Promise<void> {
     }
   }
   if (config.security.usingDevApiKey) {
-    notices.push({ level: 'warn', message: 'API_KEYS is not set: one dev tenant "dev" with the secret "dev-secret-change-me" (never in production)' });
+    notices.push({
+      level: 'warn',
+      message: 'API_KEYS is not set: one dev tenant "dev" with the secret "dev-secret-change-me" (never in production)',
+    });
   }
   if (config.idempotency.usingDevEncryptionKey) {
-    notices.push({ level: 'warn', message: 'IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)' });
+    notices.push({
+      level: 'warn',
+      message: 'IDEMPOTENCY_ENCRYPTION_KEY is not set: stored responses use a fixed dev key (never in production)',
+    });
   }
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule, createAdapter(config.http), {

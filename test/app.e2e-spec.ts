@@ -49,20 +49,38 @@ describe('HTTP pipeline (foundation)', () => {
 
   it('answers a 2 MB body with 413 and stays up', async () => {
     const big = JSON.stringify({ ...orderBody(), pad: 'x'.repeat(2 * 1024 * 1024) });
-    const res = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-big').set('Content-Type', 'application/json').send(big);
+    const res = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-big')
+      .set('Content-Type', 'application/json')
+      .send(big);
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('payload_too_large');
     await t.http().get('/health/live').expect(200);
   });
 
   it('refuses non-JSON bodies with 415', async () => {
-    const res = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-text').set('Content-Type', 'text/plain').send('hello');
+    const res = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-text')
+      .set('Content-Type', 'text/plain')
+      .send('hello');
     expect(res.status).toBe(415);
     expect(res.body.code).toBe('unsupported_media_type');
   });
 
   it('refuses unknown fields with 400 validation_failed', async () => {
-    const res = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-extra').send({ ...orderBody(), admin: true }).expect(400);
+    const res = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-extra')
+      .send({ ...orderBody(), admin: true })
+      .expect(400);
     expect(res.body.code).toBe('validation_failed');
     expect(res.body.errors).toContain('property admin should not exist');
     expect(await t.db.collection('idempotency_records').countDocuments()).toBe(0);
@@ -71,12 +89,22 @@ describe('HTTP pipeline (foundation)', () => {
   it('serves the OpenAPI document with the idempotency contract', async () => {
     const res = await t.http().get('/docs/json').expect(200);
     expect(Object.keys(res.body.paths)).toEqual(
-      expect.arrayContaining(['/v1/orders', '/v1/orders/{id}', '/v1/orders/{id}/ledger', '/v1/idempotency-keys/{key}', '/v1/customers/{customerId}/data']),
+      expect.arrayContaining([
+        '/v1/orders',
+        '/v1/orders/{id}',
+        '/v1/orders/{id}/ledger',
+        '/v1/idempotency-keys/{key}',
+        '/v1/customers/{customerId}/data',
+      ]),
     );
     const create = res.body.paths['/v1/orders'].post;
-    expect(create.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true })]));
+    expect(create.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true })]),
+    );
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '402', '409', '422', '429', '503']));
-    expect(Object.keys(create.responses['201'].headers)).toEqual(expect.arrayContaining(['Idempotent-Replayed', 'Idempotency-Expires', 'Location']));
+    expect(Object.keys(create.responses['201'].headers)).toEqual(
+      expect.arrayContaining(['Idempotent-Replayed', 'Idempotency-Expires', 'Location']),
+    );
     expect(create.responses['409'].headers['Retry-After']).toBeDefined();
     expect(res.body.components.schemas).toHaveProperty('Problem');
     expect(res.body.components.schemas).toHaveProperty('CreateOrderDto');

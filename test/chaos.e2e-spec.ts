@@ -150,7 +150,8 @@ describe('chaos: real processes killed mid-request', () => {
             (await dbs.db.collection('idempotency_records').countDocuments({ status: 'pending' })) === 0 &&
             (await dbs.db.collection('orders').countDocuments({ state: { $in: ['pending', 'charged'] } })) === 0,
           SETTLE_DEADLINE_MS,
-          async () => `still pending after ${SETTLE_DEADLINE_MS} ms: ${JSON.stringify(await ordersForKey(dbs.db, key))}\n${restarted.describe()}`,
+          async () =>
+            `still pending after ${SETTLE_DEADLINE_MS} ms: ${JSON.stringify(await ordersForKey(dbs.db, key))}\n${restarted.describe()}`,
         );
 
         const orders = await ordersForKey(dbs.db, key);

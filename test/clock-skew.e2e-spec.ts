@@ -46,12 +46,24 @@ describe('clock skew between instances', () => {
       dbName: DB,
       simulatorDbName: `${DB}_psp`,
       label: `instance with its clock ${skewMs > 0 ? '+' : ''}${skewMs / 1000} s off`,
-      env: { MONGODB_URI: storeUri, NODE_OPTIONS: `--import=${SKEWED_CLOCK}`, TEST_CLOCK_SKEW_MS: String(skewMs), REAPER_ENABLED: 'false', ...env },
+      env: {
+        MONGODB_URI: storeUri,
+        NODE_OPTIONS: `--import=${SKEWED_CLOCK}`,
+        TEST_CLOCK_SKEW_MS: String(skewMs),
+        REAPER_ENABLED: 'false',
+        ...env,
+      },
     });
 
-  it('an instance 60 s ahead does not reap another instance\'s live attempt (lease 30 s)', async () => {
+  it("an instance 60 s ahead does not reap another instance's live attempt (lease 30 s)", async () => {
     const hold = gateway.holdNextCharge('before');
-    const inFlight = t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-ahead').send(orderBody()).then((res) => res);
+    const inFlight = t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-ahead')
+      .send(orderBody())
+      .then((res) => res);
     await hold.reached;
 
     let order;
@@ -59,7 +71,10 @@ describe('clock skew between instances', () => {
       const ahead = await skewedInstance(60_000, { REAPER_ENABLED: 'true', REAPER_INTERVAL_MS: '200' });
       await sleep(1_500); // several reaper passes
       order = await t.db.collection('orders').findOne({});
-      expect({ state: order!.state, canceledKeys: await t.simulatorDb.collection('charges').countDocuments({ status: 'canceled' }) }).toEqual({
+      expect({
+        state: order!.state,
+        canceledKeys: await t.simulatorDb.collection('charges').countDocuments({ status: 'canceled' }),
+      }).toEqual({
         state: 'pending',
         canceledKeys: 0,
       });

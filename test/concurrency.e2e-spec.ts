@@ -71,7 +71,9 @@ describe('concurrency between instances', () => {
     a.gateway.failNext(1);
     await post(a, 'k-three-abandon').expect(503);
     // The 503 left the attempt to its client's retry for the resume window; nobody retried and it has passed.
-    await a.t.db.collection('idempotency_records').updateMany({ status: 'pending' }, { $set: { 'lease.resumableUntil': new Date(Date.now() - 1) } });
+    await a.t.db
+      .collection('idempotency_records')
+      .updateMany({ status: 'pending' }, { $set: { 'lease.resumableUntil': new Date(Date.now() - 1) } });
     await expireLeases();
 
     const runs = await Promise.all(instances.map((instance) => instance.reaper.runOnce()));
@@ -82,7 +84,7 @@ describe('concurrency between instances', () => {
     expect(await violations()).toEqual([]);
   });
 
-  it('a retry\'s takeover racing the reaper on a stale charged record: one order saved, one charge, one answer', async () => {
+  it("a retry's takeover racing the reaper on a stale charged record: one order saved, one charge, one answer", async () => {
     for (let round = 0; round < 4; round++) {
       const key = `k-retry-vs-reaper-${round}`;
       a.gateway.crashAfterNextCharge();
@@ -93,14 +95,17 @@ describe('concurrency between instances', () => {
       expect([201, 409]).toContain(retry.status);
       expect(run.error).toBe(0);
       const again = retry.status === 201 ? retry : await post(a, key).expect(201);
-      const orders = await a.t.db.collection('orders').find({ 'idempotency.recordId': { $regex: `:${key}$` } }).toArray();
+      const orders = await a.t.db
+        .collection('orders')
+        .find({ 'idempotency.recordId': { $regex: `:${key}$` } })
+        .toArray();
       expect(orders).toMatchObject([{ _id: again.body.id, state: 'saved' }]);
     }
     expect(await succeededCharges()).toBe(4);
     expect(await violations()).toEqual([]);
   });
 
-  it('a worker\'s late charge racing the reaper\'s cancel of the same charge key: never a charge without its order', async () => {
+  it("a worker's late charge racing the reaper's cancel of the same charge key: never a charge without its order", async () => {
     const acknowledged: string[] = [];
     for (let round = 0; round < 4; round++) {
       const key = `k-charge-vs-cancel-${round}`;

@@ -13,7 +13,13 @@ import type { RowId } from '../conformance/rows.js';
 import type { Report } from '../conformance/report.js';
 import { runConformance } from '../conformance/run.js';
 import { findViolations } from './support/invariants.js';
-import { ignoreTenant, startRuleBreakingProxy, storeServerErrors, stripReplayedHeader, type BrokenRule } from './support/rule-breaking-proxy.js';
+import {
+  ignoreTenant,
+  startRuleBreakingProxy,
+  storeServerErrors,
+  stripReplayedHeader,
+  type BrokenRule,
+} from './support/rule-breaking-proxy.js';
 import {
   ACME_SECRET,
   connectMongo,
@@ -90,7 +96,7 @@ describe('the conformance kit', () => {
     it('passes every row', () => {
       expect(statuses(report)).toEqual(EXPECTED);
       expect(report.conformant).toBe(true);
-        expect(report.requests).toBeLessThanOrEqual(60);
+      expect(report.requests).toBeLessThanOrEqual(60);
     });
 
     it('writes the JSON and JUnit reports', () => {
@@ -107,16 +113,24 @@ describe('the conformance kit', () => {
       expect((await ordersOf(report, 'first', 'globex')).map((order) => order.state)).toEqual(['saved']);
       const [outage] = await ordersOf(report, 'outage');
       expect(outage.state).not.toBe('saved');
-      expect(await dbs.simulatorDb.collection('charges').countDocuments({ _id: `charge:${outage._id}` as never, status: 'succeeded' })).toBe(0);
+      expect(
+        await dbs.simulatorDb
+          .collection('charges')
+          .countDocuments({ _id: `charge:${String(outage._id as unknown as string)}` as never, status: 'succeeded' }),
+      ).toBe(0);
       // "k" and k are one key: one order.
       expect((await ordersOf(report, 'quoted')).map((order) => order.state)).toEqual(['saved']);
       expect(await findViolations(dbs)).toEqual([]);
     });
   });
 
-  describe('against a copy with one rule broken, FAILs that rule\'s rows and only those', () => {
+  describe("against a copy with one rule broken, FAILs that rule's rows and only those", () => {
     it.each<[string, () => BrokenRule, RowId[]]>([
-      ['the replay sent without Idempotent-Replayed', stripReplayedHeader, ['replay', 'reordered-json', 'quoted-key', 'concurrent-duplicates', 'lost-response']],
+      [
+        'the replay sent without Idempotent-Replayed',
+        stripReplayedHeader,
+        ['replay', 'reordered-json', 'quoted-key', 'concurrent-duplicates', 'lost-response'],
+      ],
       ['a 503 stored and replayed', storeServerErrors, ['provider-outage']],
       ['keys not scoped per tenant', () => ignoreTenant(GLOBEX_SECRET, ACME_SECRET), ['second-tenant']],
     ])('%s', async (_, rule, failing) => {
@@ -135,7 +149,10 @@ describe('the conformance kit', () => {
     const cli = (args: string[]) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
         const dir = mkdtempSync(join(tmpdir(), 'conformance-cli-'));
-        const child = spawn(process.execPath, [CLI_JS, ...args], { cwd: dir, env: { PATH: process.env.PATH, CONFORMANCE_TOKEN: ACME_SECRET } });
+        const child = spawn(process.execPath, [CLI_JS, ...args], {
+          cwd: dir,
+          env: { PATH: process.env.PATH, CONFORMANCE_TOKEN: ACME_SECRET },
+        });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -157,7 +174,9 @@ describe('the conformance kit', () => {
       try {
         const broken = await cli(['--base-url', proxy.baseUrl, ...knownFailures]);
         expect(broken.code).toBe(1);
-        expect(broken.stdout).toMatch(/^FAIL {2}provider-outage .*\n.*\n {6}result: {3}retry of the outage: a replayed 503: a transient failure was stored/m);
+        expect(broken.stdout).toMatch(
+          /^FAIL {2}provider-outage .*\n.*\n {6}result: {3}retry of the outage: a replayed 503: a transient failure was stored/m,
+        );
         expect(broken.stdout).toContain('SKIP  second-tenant');
       } finally {
         await proxy.close();

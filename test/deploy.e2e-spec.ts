@@ -86,7 +86,10 @@ describe('deployment files', () => {
 
 describe('hosted CI workflow', () => {
   const workflow = parse(read('.github/workflows/ci.yml'));
-  const jobs = Object.values(workflow.jobs) as { steps: { run?: string; env?: Record<string, string>; with?: Record<string, unknown> }[]; env?: Record<string, string> }[];
+  const jobs = Object.values(workflow.jobs) as {
+    steps: { run?: string; env?: Record<string, string>; with?: Record<string, unknown> }[];
+    env?: Record<string, string>;
+  }[];
   const runs = (job: (typeof jobs)[number]) => job.steps.map((step) => step.run ?? '').join('\n');
 
   it('runs npm test on real MongoDB in every job: a downloaded mongod, a replica set by URI, Testcontainers', () => {

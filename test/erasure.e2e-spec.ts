@@ -32,7 +32,12 @@ function captureTransactionWrites(connection: Connection): Map<ClientSession, Wr
     if (!options?.session.inTransaction()) return;
     const ids = writtenIds(operation.method, operation.params[0]);
     const list = writes.get(options.session) ?? [];
-    for (const id of ids) list.push({ collection: operation.collectionName, method: operation.method, target: id ? `${operation.collectionName}/${id}` : null });
+    for (const id of ids)
+      list.push({
+        collection: operation.collectionName,
+        method: operation.method,
+        target: id ? `${operation.collectionName}/${id}` : null,
+      });
     writes.set(options.session, list);
   });
   return writes;
@@ -107,7 +112,8 @@ describe('erasure: a concurrent claim cannot slip past it, and nothing of the bo
     await post('k-fp-new', orderBody({ customerId: 'cus_fp2' })).expect(201);
   });
 
-  const realInterleaving = 'an erasure paused after its reads while a claim commits needs true snapshot-isolation interleavings (the serialized emulator runs one transaction at a time)';
+  const realInterleaving =
+    'an erasure paused after its reads while a claim commits needs true snapshot-isolation interleavings (the serialized emulator runs one transaction at a time)';
   (onEmulator() ? it.skip : it)('an order claimed while the erasure runs is pseudonymized, or claimed after it', async () => {
     const orders = t.app.get(OrderRepository);
     const pseudonymize = orders.pseudonymizeCustomer.bind(orders);

@@ -20,7 +20,9 @@ describe('fingerprint algorithms', () => {
     expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ fingerprint: { algorithm: 'sha256-jcs-v2' } });
 
     // What the previous release stored for this very request.
-    const v1 = createHash('sha256').update(canonicalJson({ method: 'POST', route: '/v1/orders', body })).digest('hex');
+    const v1 = createHash('sha256')
+      .update(canonicalJson({ method: 'POST', route: '/v1/orders', body }))
+      .digest('hex');
     await t.db.collection('idempotency_records').updateOne({}, { $set: { fingerprint: { algorithm: 'sha256-cjson-v1', value: v1 } } });
 
     const again = await post('k-v1', body).expect(201);

@@ -21,10 +21,16 @@ describe('hostile requests', () => {
     expect(await t.db.collection('orders').countDocuments()).toBe(0);
   };
 
-  const expectProblem = (res: { status: number; headers: Record<string, string>; body: Record<string, unknown>; text: string }, status: number, code: string) => {
+  const expectProblem = (
+    res: { status: number; headers: Record<string, string>; body: Record<string, unknown>; text: string },
+    status: number,
+    code: string,
+  ) => {
     expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(res.body).toEqual(expect.objectContaining({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String), code }));
+    expect(res.body).toEqual(
+      expect.objectContaining({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String), code }),
+    );
     expect(res.text.length).toBeLessThan(ERROR_BODY_BUDGET);
   };
 
@@ -102,7 +108,12 @@ describe('hostile requests', () => {
   describe('two Idempotency-Key headers (item 6)', () => {
     it('are refused with 400 idempotency_key_invalid, and a later "a, b" key is a fresh request', async () => {
       // superagent sends an array as two header lines; Node would join them into "k-a, k-b".
-      const twice = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', ['k-a', 'k-b'] as unknown as string).send(orderBody());
+      const twice = await t
+        .http()
+        .post('/v1/orders')
+        .set(auth())
+        .set('Idempotency-Key', ['k-a', 'k-b'] as unknown as string)
+        .send(orderBody());
       expectProblem(twice, 400, 'idempotency_key_invalid');
       await nothingStored();
 
@@ -122,10 +133,16 @@ describe('hostile requests', () => {
       const encoded = [...key].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
       await t.http().get(`/v1/idempotency-keys/${encoded}`).set(auth()).expect(200);
 
-      const tooLong = await t.http().get(`/v1/idempotency-keys/${'y'.repeat(800)}`).set(auth());
+      const tooLong = await t
+        .http()
+        .get(`/v1/idempotency-keys/${'y'.repeat(800)}`)
+        .set(auth());
       expectProblem(tooLong, 414, 'uri_too_long');
       expect(tooLong.text).not.toContain('yyyy');
-      const invalid = await t.http().get(`/v1/idempotency-keys/${'y'.repeat(256)}`).set(auth());
+      const invalid = await t
+        .http()
+        .get(`/v1/idempotency-keys/${'y'.repeat(256)}`)
+        .set(auth());
       expectProblem(invalid, 400, 'idempotency_key_invalid');
     });
   });

@@ -5,7 +5,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { connect } from 'node:net';
-import { ACME_AUTH, httpRequest, killAllServices, orderBody, scenarioDbName, startService, type ServiceProcess } from './support/service-process.js';
+import {
+  ACME_AUTH,
+  httpRequest,
+  killAllServices,
+  orderBody,
+  scenarioDbName,
+  startService,
+  type ServiceProcess,
+} from './support/service-process.js';
 
 interface RawExchange {
   /** Everything the server wrote before it closed the connection. */
@@ -47,10 +55,20 @@ const STALLED_BODY =
   'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"customerId":';
 
 /** POST /v1/orders as acme with a body sent as is (the fixture helper would JSON-encode it). */
-function postText(baseUrl: string, key: string, text: string, contentType = 'application/json'): Promise<{ status: number; text: string; json: any }> {
+function postText(
+  baseUrl: string,
+  key: string,
+  text: string,
+  contentType = 'application/json',
+): Promise<{ status: number; text: string; json: any }> {
   return new Promise((resolve, reject) => {
     const url = new URL('/v1/orders', baseUrl);
-    const headers = { ...ACME_AUTH, 'Idempotency-Key': key, 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(text)) };
+    const headers = {
+      ...ACME_AUTH,
+      'Idempotency-Key': key,
+      'Content-Type': contentType,
+      'Content-Length': String(Buffer.byteLength(text)),
+    };
     const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -65,7 +83,8 @@ function postText(baseUrl: string, key: string, text: string, contentType = 'app
   });
 }
 
-const percentile = (samples: number[], p: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))];
+const percentile = (samples: number[], p: number) =>
+  [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))];
 
 async function healthLatencies(baseUrl: string, count: number): Promise<number[]> {
   const latencies: number[] = [];
@@ -93,13 +112,20 @@ describe('HTTP limits of the real process', () => {
 
     it('cuts a request whose body never completes with 408 problem+json after HTTP_REQUEST_TIMEOUT_MS', async () => {
       const { text, closedAfterMs } = await rawExchange(service.port, STALLED_BODY);
-      expect(parseRaw(text)).toMatchObject({ status: 408, contentType: 'application/problem+json', problem: { status: 408, code: 'request_timeout' } });
+      expect(parseRaw(text)).toMatchObject({
+        status: 408,
+        contentType: 'application/problem+json',
+        problem: { status: 408, code: 'request_timeout' },
+      });
       expect(closedAfterMs).toBeGreaterThanOrEqual(1_000);
       expect(closedAfterMs).toBeLessThan(5_000);
     });
 
     it('cuts a connection that sends nothing, or never ends its headers, after HTTP_HEADERS_TIMEOUT_MS', async () => {
-      const [silent, partial] = await Promise.all([rawExchange(service.port, ''), rawExchange(service.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\n')]);
+      const [silent, partial] = await Promise.all([
+        rawExchange(service.port, ''),
+        rawExchange(service.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\n'),
+      ]);
       for (const exchange of [silent, partial]) {
         expect(parseRaw(exchange.text)).toMatchObject({ status: 408, problem: { code: 'request_timeout' } });
         expect(exchange.closedAfterMs).toBeLessThan(4_000);
@@ -121,11 +147,21 @@ describe('HTTP limits of the real process', () => {
     });
 
     it.each([
-      ['a framing error (Content-Length with chunked)', 'POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n', 400, 'malformed_request'],
+      [
+        'a framing error (Content-Length with chunked)',
+        'POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n',
+        400,
+        'malformed_request',
+      ],
       ['a line that is not HTTP', 'HELLO THERE\r\n\r\n', 400, 'malformed_request'],
       ['headers over 16 kB', `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
       ['a malformed percent-encoding', 'GET /v1/orders/%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 400, 'malformed_url'],
-      ['an over-long path segment', `GET /v1/idempotency-keys/${'k'.repeat(1_000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 414, 'uri_too_long'],
+      [
+        'an over-long path segment',
+        `GET /v1/idempotency-keys/${'k'.repeat(1_000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        414,
+        'uri_too_long',
+      ],
     ])('answers %s with problem+json', async (_, request, status, code) => {
       const { text } = await rawExchange(service.port, request);
       const answer = parseRaw(text);
@@ -136,7 +172,12 @@ describe('HTTP limits of the real process', () => {
     });
 
     it('refuses a form body with 415 (Nest does not register a form parser behind configureApp)', async () => {
-      const res = await postText(service.baseUrl, 'k-form', 'customerId=cus_1&currency=USD&paymentMethod[token]=tok_visa', 'application/x-www-form-urlencoded');
+      const res = await postText(
+        service.baseUrl,
+        'k-form',
+        'customerId=cus_1&currency=USD&paymentMethod[token]=tok_visa',
+        'application/x-www-form-urlencoded',
+      );
       expect({ status: res.status, code: res.json.code }).toEqual({ status: 415, code: 'unsupported_media_type' });
     });
 
@@ -148,7 +189,11 @@ describe('HTTP limits of the real process', () => {
   });
 
   it('SIGTERM with an upload stalled mid-body: exits at once and cleanly, not at the end of the grace', async () => {
-    const service = await startService({ dbName: scenarioDbName('http_sigterm'), label: 'http-sigterm', env: { SHUTDOWN_GRACE_MS: '10000' } });
+    const service = await startService({
+      dbName: scenarioDbName('http_sigterm'),
+      label: 'http-sigterm',
+      env: { SHUTDOWN_GRACE_MS: '10000' },
+    });
     const stalled = rawExchange(service.port, STALLED_BODY, 15_000);
     const idle = rawExchange(service.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n', 15_000);
     await new Promise((resolve) => setTimeout(resolve, 300));

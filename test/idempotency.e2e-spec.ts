@@ -194,21 +194,18 @@ describe('Idempotency-Key contract on POST /v1/orders', () => {
     expect(await findViolations({ ...t, acknowledgedOrderIds: [again.body.id] })).toEqual([]);
   });
 
-  it(
-    '50 concurrent identical requests: exactly one order; every response is the 201 (first or replayed) or a 409 with Retry-After',
-    async () => {
-      const responses = await Promise.all(Array.from({ length: 50 }, () => post('k-fifty')));
-      const statuses = responses.map((r) => r.status);
-      expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
-      expect(statuses).toContain(201);
-      for (const res of responses.filter((r) => r.status === 409)) expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-      const ok = responses.filter((r) => r.status === 201);
-      expect(new Set(ok.map((r) => r.body.id)).size).toBe(1);
-      expect(await orders()).toBe(1);
-      expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
-      expect(await findViolations({ ...t, acknowledgedOrderIds: [ok[0].body.id] })).toEqual([]);
-    },
-  );
+  it('50 concurrent identical requests: exactly one order; every response is the 201 (first or replayed) or a 409 with Retry-After', async () => {
+    const responses = await Promise.all(Array.from({ length: 50 }, () => post('k-fifty')));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    expect(statuses).toContain(201);
+    for (const res of responses.filter((r) => r.status === 409)) expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    const ok = responses.filter((r) => r.status === 201);
+    expect(new Set(ok.map((r) => r.body.id)).size).toBe(1);
+    expect(await orders()).toBe(1);
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [ok[0].body.id] })).toEqual([]);
+  });
 });
 
 describe('retention and in-flight waiting', () => {

@@ -66,27 +66,36 @@ describe('one key, one owner: record ids and the invariant checker', () => {
   });
 
   it('the invariant checker sees two records and two live orders of one key under different record ids', async () => {
-    await t.db.collection<Doc>('idempotency_records').insertMany([
-      record('acme:orders-service:orders.create:v1:k-twice', 'k-twice'),
-      record('acme:orders-service:orders.create:v2:k-twice', 'k-twice', { schemaVersion: 2 }),
-    ]);
-    await t.db.collection<Doc>('orders').insertMany([
-      order('ord_aaaaaaaaaaaaaaaaaaaaaaaa', 'acme:orders-service:orders.create:v1:k-twice'),
-      order('ord_bbbbbbbbbbbbbbbbbbbbbbbb', 'acme:orders-service:orders.create:v2:k-twice'),
-    ]);
+    await t.db
+      .collection<Doc>('idempotency_records')
+      .insertMany([
+        record('acme:orders-service:orders.create:v1:k-twice', 'k-twice'),
+        record('acme:orders-service:orders.create:v2:k-twice', 'k-twice', { schemaVersion: 2 }),
+      ]);
+    await t.db
+      .collection<Doc>('orders')
+      .insertMany([
+        order('ord_aaaaaaaaaaaaaaaaaaaaaaaa', 'acme:orders-service:orders.create:v1:k-twice'),
+        order('ord_bbbbbbbbbbbbbbbbbbbbbbbb', 'acme:orders-service:orders.create:v2:k-twice'),
+      ]);
     const violations = await findViolations(t);
     expect(violations).toEqual(
-      expect.arrayContaining([expect.stringMatching(/k-twice.*2 live idempotency records/), expect.stringMatching(/k-twice.*2 live orders/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/k-twice.*2 live idempotency records/),
+        expect.stringMatching(/k-twice.*2 live orders/),
+      ]),
     );
   });
 
   it('the invariant checker does not count an order of an earlier retention window of the key', async () => {
     const earlier = new Date(Date.now() - 3_600_000);
     await t.db.collection<Doc>('idempotency_records').insertOne(record('acme:orders-service:orders.create:key:k-reused', 'k-reused'));
-    await t.db.collection<Doc>('orders').insertMany([
-      { ...order('ord_cccccccccccccccccccccccc', 'acme:orders-service:orders.create:key:k-reused'), createdAt: earlier },
-      order('ord_dddddddddddddddddddddddd', 'acme:orders-service:orders.create:key:k-reused'),
-    ]);
+    await t.db
+      .collection<Doc>('orders')
+      .insertMany([
+        { ...order('ord_cccccccccccccccccccccccc', 'acme:orders-service:orders.create:key:k-reused'), createdAt: earlier },
+        order('ord_dddddddddddddddddddddddd', 'acme:orders-service:orders.create:key:k-reused'),
+      ]);
     expect((await findViolations(t)).filter((violation) => violation.includes('live orders'))).toEqual([]);
   });
 });

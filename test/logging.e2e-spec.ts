@@ -3,18 +3,36 @@
 // a raw Idempotency-Key, an API secret or a card token.
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { ACME_SECRET, httpRequest, killAllServices, orderBody, pollUntil, postOrder, scenarioDbName, sleep, startService } from './support/service-process.js';
+import {
+  ACME_SECRET,
+  httpRequest,
+  killAllServices,
+  orderBody,
+  pollUntil,
+  postOrder,
+  scenarioDbName,
+  sleep,
+  startService,
+} from './support/service-process.js';
 
 describe('request logs', () => {
   afterAll(async () => killAllServices());
 
   it('LOG_FORMAT=pretty: readable lines for a person, the same fields, still no secrets', async () => {
-    const service = await startService({ dbName: scenarioDbName('logs-pretty'), label: 'logs-pretty', env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } });
+    const service = await startService({
+      dbName: scenarioDbName('logs-pretty'),
+      label: 'logs-pretty',
+      env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' },
+    });
     const key = 'pretty-private-key-4242';
     expect((await postOrder(service.baseUrl, key)).status).toBe(201);
     const keyHash = createHash('sha256').update(key).digest('hex').slice(0, 16);
     const line = await pollUntil(
-      async () => service.stdout().split('\n').find((text) => text.includes(keyHash)),
+      async () =>
+        service
+          .stdout()
+          .split('\n')
+          .find((text) => text.includes(keyHash)),
       5_000,
       () => service.describe(),
     );
@@ -55,12 +73,18 @@ describe('request logs', () => {
   });
 
   it('samples the lines of refused requests (what anyone can trigger for free) while the metrics count every one', async () => {
-    const service = await startService({ dbName: scenarioDbName('logs_refused'), label: 'logs-refused', env: { LOG_LEVEL: 'info', LOG_REFUSED_REQUESTS_PER_SECOND: '5' } });
+    const service = await startService({
+      dbName: scenarioDbName('logs_refused'),
+      label: 'logs-refused',
+      env: { LOG_LEVEL: 'info', LOG_REFUSED_REQUESTS_PER_SECOND: '5' },
+    });
     const refusals = 400;
     const started = Date.now();
     for (let batch = 0; batch < refusals / 20; batch++) {
       const statuses = await Promise.all(
-        Array.from({ length: 20 }, () => httpRequest(service.baseUrl, { method: 'POST', path: '/v1/orders', body: orderBody() }).then((res) => res.status)),
+        Array.from({ length: 20 }, () =>
+          httpRequest(service.baseUrl, { method: 'POST', path: '/v1/orders', body: orderBody() }).then((res) => res.status),
+        ),
       );
       expect(new Set(statuses)).toEqual(new Set([401]));
     }

@@ -93,7 +93,9 @@ describe('the model-based run finds a planted defect', () => {
   it('reconciliation that does not cancel the unused charge key: found and shrunk within the budget', async () => {
     const result = await fc.check(protocolProperty(system), { numRuns: MODEL_RUNS });
     expect(result.failed).toBe(true);
-    process.stdout.write(`planted defect found after ${result.numRuns} runs: ${String(result.counterexample?.[0])}\n`);
+    process.stdout.write(
+      `planted defect found after ${result.numRuns} runs: ${result.counterexample ? fc.stringify(result.counterexample[0]) : 'none'}\n`,
+    );
     expect(String(result.errorInstance)).toMatch(/charge|invariants broken|final answer/);
   }, 600_000);
 });

@@ -51,12 +51,26 @@ describe('model-based regressions', () => {
   // Tombstones (README): the model refuses a late retry of an answered body that runs again, and
   // accepts a new request from another body and from the same body once its customer was erased.
   it.each([
-    ['the same body is answered 409 from its tombstone', [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(1, 'k-a', 0, 'none')]],
-    ['another body is a new request', [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(1, 'k-a', 1, 'none')]],
-    ['a declined body is answered 409 too', [new SendCommand(0, 'k-a', 2, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(0, 'k-a', 2, 'none')]],
+    [
+      'the same body is answered 409 from its tombstone',
+      [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(1, 'k-a', 0, 'none')],
+    ],
+    [
+      'another body is a new request',
+      [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(1, 'k-a', 1, 'none')],
+    ],
+    [
+      'a declined body is answered 409 too',
+      [new SendCommand(0, 'k-a', 2, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(0, 'k-a', 2, 'none')],
+    ],
     [
       'after the erasure the same body is a new request',
-      [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new EraseCommand(0), new SendCommand(0, 'k-a', 0, 'none')],
+      [
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new EraseCommand(0),
+        new SendCommand(0, 'k-a', 0, 'none'),
+      ],
     ],
   ])('a late retry past retention: %s', async (_, commands) => {
     await run(commands);

@@ -29,7 +29,8 @@ describe('OpenAPI document', () => {
     expect(check.errors(method, path, res.status, contentType, res.body)).toEqual([]);
   }
 
-  const create = (key: string, body: object = orderBody()) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+  const create = (key: string, body: object = orderBody()) =>
+    t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
 
   it('is valid OpenAPI 3.0 by @readme/openapi-parser', async () => {
     expect(doc.openapi).toMatch(/^3\.0\.\d+$/);
@@ -52,9 +53,11 @@ describe('OpenAPI document', () => {
           const expected = status.startsWith('2') ? 'application/json' : 'application/problem+json';
           if (!response.content?.[expected]?.schema) gaps.push(`${method.toUpperCase()} ${path} ${status}: no ${expected} schema`);
         }
-        if (!Object.keys(operation.responses).some((status) => status.startsWith('2'))) gaps.push(`${method.toUpperCase()} ${path}: no success`);
+        if (!Object.keys(operation.responses).some((status) => status.startsWith('2')))
+          gaps.push(`${method.toUpperCase()} ${path}: no success`);
         if (path.startsWith('/v1/')) {
-          for (const status of ['401', '429', '503']) if (!operation.responses[status]) gaps.push(`${method.toUpperCase()} ${path}: no ${status}`);
+          for (const status of ['401', '429', '503'])
+            if (!operation.responses[status]) gaps.push(`${method.toUpperCase()} ${path}: no ${status}`);
         }
       }
     }
@@ -67,8 +70,12 @@ describe('OpenAPI document', () => {
     expect(errors(order)).toEqual([]);
     expect(errors({ ...order, internalNote: 'x' })).toEqual([expect.stringContaining('must NOT have additional properties')]);
     expect(errors({ ...order, amountMinor: '2500' })).toEqual([expect.stringContaining('/amountMinor must be integer')]);
-    expect(errors({ ...order, items: [{ sku: 'sku_1', quantity: 2 }] })).toEqual([expect.stringContaining("must have required property 'unitPriceMinor'")]);
-    expect(errors({ ...order, failureReason: 'lost' })).toEqual([expect.stringContaining('/failureReason must be equal to one of the allowed values')]);
+    expect(errors({ ...order, items: [{ sku: 'sku_1', quantity: 2 }] })).toEqual([
+      expect.stringContaining("must have required property 'unitPriceMinor'"),
+    ]);
+    expect(errors({ ...order, failureReason: 'lost' })).toEqual([
+      expect.stringContaining('/failureReason must be equal to one of the allowed values'),
+    ]);
     expect(errors(order, 418)).toEqual(['GET /v1/orders/{id} does not document status 418']);
   });
 
@@ -122,7 +129,11 @@ describe('OpenAPI document', () => {
     await t.db.collection('idempotency_records').updateOne({ clientKey: 'k-outage' }, { $set: { 'lease.expiresAt': new Date(0) } });
     const released = await t.http().post('/v1/idempotency-keys/k-outage/release').set(auth()).expect(200);
     expectDocumented(released, 'POST', '/v1/idempotency-keys/{key}/release');
-    expectDocumented(await t.http().post('/v1/idempotency-keys/k-outage/release').set(auth()).expect(404), 'POST', '/v1/idempotency-keys/{key}/release');
+    expectDocumented(
+      await t.http().post('/v1/idempotency-keys/k-outage/release').set(auth()).expect(404),
+      'POST',
+      '/v1/idempotency-keys/{key}/release',
+    );
   });
 
   it('an erasure, and the replay it turns into 410, match their schemas', async () => {
@@ -131,7 +142,11 @@ describe('OpenAPI document', () => {
     expect(erased.body.counts).toMatchObject({ orders: 1, idempotencyRecords: 1 });
     expectDocumented(erased, 'DELETE', '/v1/customers/{customerId}/data');
     expectDocumented(await create('k-erase', orderBody({ customerId: 'cus_erase' })).expect(410), 'POST', '/v1/orders');
-    expectDocumented(await t.http().delete('/v1/customers/not%20valid/data').set(auth()).expect(400), 'DELETE', '/v1/customers/{customerId}/data');
+    expectDocumented(
+      await t.http().delete('/v1/customers/not%20valid/data').set(auth()).expect(400),
+      'DELETE',
+      '/v1/customers/{customerId}/data',
+    );
   });
 
   it('health answers and common errors match their schemas', async () => {

@@ -56,7 +56,13 @@ describe('POST /v1/orders and the order resources', () => {
       0,
     );
     expect(balance).toBe(0);
-    expect(ledger.body.entries[0]).toEqual({ journalId: `jrn_${created.id}`, account: 'customer_receivable', direction: 'debit', amountMinor: 2500, currency: 'USD' });
+    expect(ledger.body.entries[0]).toEqual({
+      journalId: `jrn_${created.id}`,
+      account: 'customer_receivable',
+      direction: 'debit',
+      amountMinor: 2500,
+      currency: 'USD',
+    });
 
     const other = await t.http().get(`/v1/orders/${created.id}`).set(auth('globex')).expect(404);
     expect(other.body.code).toBe('order_not_found');
@@ -82,7 +88,10 @@ describe('POST /v1/orders and the order resources', () => {
 
   it('answers malformed or unknown ids with 404, not 500', async () => {
     for (const id of ['nope', 'ord_zz', '{"$gt":""}', 'ord_' + 'a'.repeat(24)]) {
-      const res = await t.http().get(`/v1/orders/${encodeURIComponent(id)}`).set(auth());
+      const res = await t
+        .http()
+        .get(`/v1/orders/${encodeURIComponent(id)}`)
+        .set(auth());
       expect(res.status).toBe(404);
     }
   });

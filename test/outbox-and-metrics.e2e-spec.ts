@@ -68,10 +68,17 @@ describe('outbox relay and metrics', () => {
 
   it('exports idempotency outcomes, store latency and request counts by route template', async () => {
     const before = (await t.http().get('/metrics')).text;
-    const count = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    const count = (text: string, series: string) =>
+      Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
     await create('k-m1');
     await create('k-m1');
-    await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-m1').send(orderBody({ customerId: 'x' })).expect(422);
+    await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-m1')
+      .send(orderBody({ customerId: 'x' }))
+      .expect(422);
     const metrics = (await t.http().get('/metrics').expect(200)).text;
     for (const outcome of ['claimed', 'replayed', 'payload_mismatch']) {
       const series = `idempotency_requests_total{operation="orders.create",outcome="${outcome}"}`;

@@ -114,11 +114,21 @@ describe('the service as a real process', () => {
         const inFlight = postOrder(service.baseUrl, key).finally(() => (settledAt = Date.now()));
 
         // In flight for sure: the claim transaction has committed its pending order, the provider call (1.5 s) is running.
-        await pollUntil(async () => (await ordersForKey(dbs.db, key)).length === 1, 5_000, () => `no order yet\n${service.describe()}`, 20);
+        await pollUntil(
+          async () => (await ordersForKey(dbs.db, key)).length === 1,
+          5_000,
+          () => `no order yet\n${service.describe()}`,
+          20,
+        );
         service.kill('SIGTERM');
 
         // While it drains, the listener is closed: a new connection is refused before the in-flight request is answered.
-        await pollUntil(() => refused(service.baseUrl), 1_000, () => 'still accepting connections after SIGTERM', 20);
+        await pollUntil(
+          () => refused(service.baseUrl),
+          1_000,
+          () => 'still accepting connections after SIGTERM',
+          20,
+        );
         expect(settledAt).toBe(0);
 
         const res = await inFlight;
@@ -191,7 +201,7 @@ describe('the service as a real process', () => {
     );
 
     it(
-      'the same key to instance A, then to instance B: B replays A\'s result (same status and body), one order',
+      "the same key to instance A, then to instance B: B replays A's result (same status and body), one order",
       async () => {
         const key = 'proc-scale-sequential';
         const first = await postOrder(a.baseUrl, key);

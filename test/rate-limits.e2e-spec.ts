@@ -69,7 +69,10 @@ describe('rate limits: bounded memory', () => {
 describe('rate limits: which requests count', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startApp({ dbName: 'test_rate_limits_scope', env: { RATE_LIMIT_PER_TENANT_PER_MINUTE: '20', RATE_LIMIT_PER_KEY_PER_MINUTE: '2' } });
+    t = await startApp({
+      dbName: 'test_rate_limits_scope',
+      env: { RATE_LIMIT_PER_TENANT_PER_MINUTE: '20', RATE_LIMIT_PER_KEY_PER_MINUTE: '2' },
+    });
   });
   afterAll(async () => t.close());
 
@@ -86,7 +89,11 @@ describe('rate limits: which requests count', () => {
     expect(statuses).toEqual([400, 400, 429]);
     const limited = await hammer();
     expect(limited.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(limited.body).toMatchObject({ status: 429, code: 'rate_limited', detail: 'Too many requests for this idempotency key; retry later.' });
+    expect(limited.body).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+      detail: 'Too many requests for this idempotency key; retry later.',
+    });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
 

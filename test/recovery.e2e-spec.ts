@@ -41,7 +41,10 @@ describe('recovery: reaper and lease fencing', () => {
   const endResumeWindows = () =>
     t.db
       .collection('idempotency_records')
-      .updateMany({ status: 'pending', 'lease.resumableUntil': { $ne: null } }, { $set: { 'lease.resumableUntil': new Date(Date.now() - 1) } });
+      .updateMany(
+        { status: 'pending', 'lease.resumableUntil': { $ne: null } },
+        { $set: { 'lease.resumableUntil': new Date(Date.now() - 1) } },
+      );
 
   it('completes a stale attempt the provider charged: order saved, replayed to the client later', async () => {
     gateway.crashAfterNextCharge();
@@ -116,7 +119,7 @@ describe('recovery: reaper and lease fencing', () => {
     expect((await reaper.runOnce()).examined).toBe(0);
   });
 
-  it('fencing: a worker paused past its lease after charging commits nothing; the client gets the reaper\'s result', async () => {
+  it("fencing: a worker paused past its lease after charging commits nothing; the client gets the reaper's result", async () => {
     const hold = gateway.holdNextCharge('after');
     const paused = post('k-fence-after').then((r) => r);
     await hold.reached;

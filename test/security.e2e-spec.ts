@@ -82,7 +82,10 @@ describe('security: no oracle, erasure, rate limits', () => {
     await t.http().delete('/v1/customers/%24where/data').set(auth()).expect(400);
     const tab = await t.http().get('/v1/idempotency-keys/a%09b').set(auth()).expect(400);
     expect(tab.body.code).toBe('idempotency_key_invalid');
-    const long = await t.http().get(`/v1/idempotency-keys/${'x'.repeat(300)}`).set(auth());
+    const long = await t
+      .http()
+      .get(`/v1/idempotency-keys/${'x'.repeat(300)}`)
+      .set(auth());
     expect([400, 414]).toContain(long.status);
     await t.http().get('/v1/idempotency-keys/unknown').set(auth()).expect(404);
   });
@@ -94,7 +97,9 @@ describe('security: no oracle, erasure, rate limits', () => {
       .set(auth())
       .set('Idempotency-Key', 'k-proto')
       .set('Content-Type', 'application/json')
-      .send('{"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"customerId":"cus_1","currency":"USD","items":[{"sku":"s","quantity":1,"unitPriceMinor":1}],"paymentMethod":{"token":"tok_visa"}}');
+      .send(
+        '{"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"customerId":"cus_1","currency":"USD","items":[{"sku":"s","quantity":1,"unitPriceMinor":1}],"paymentMethod":{"token":"tok_visa"}}',
+      );
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
@@ -104,11 +109,21 @@ describe('security: no oracle, erasure, rate limits', () => {
   it('admin API: shows a key without its body and releases only an expired lease', async () => {
     await post('k-admin').expect(201);
     const view = await t.http().get('/v1/idempotency-keys/k-admin').set(auth()).expect(200);
-    expect(view.body.records[0]).toMatchObject({ operation: 'orders.create', status: 'complete', responseStatus: 201, recoveryPoint: 'saved' });
+    expect(view.body.records[0]).toMatchObject({
+      operation: 'orders.create',
+      status: 'complete',
+      responseStatus: 201,
+      recoveryPoint: 'saved',
+    });
     expect(view.body.records[0].body).toBeUndefined();
     await t.http().post('/v1/idempotency-keys/k-admin/release').set(auth()).expect(404);
 
-    await t.db.collection('idempotency_records').updateOne({}, { $set: { status: 'pending', lease: { owner: 'x', lockedAt: new Date(), expiresAt: new Date(Date.now() + 60_000) } } });
+    await t.db
+      .collection('idempotency_records')
+      .updateOne(
+        {},
+        { $set: { status: 'pending', lease: { owner: 'x', lockedAt: new Date(), expiresAt: new Date(Date.now() + 60_000) } } },
+      );
     const live = await t.http().post('/v1/idempotency-keys/k-admin/release').set(auth()).expect(409);
     expect(live.body.code).toBe('idempotency_lease_active');
     expect(Number(live.headers['retry-after'])).toBeGreaterThan(50);
@@ -132,7 +147,7 @@ describe('security: rate limits', () => {
   });
   afterAll(async () => t.close());
 
-  it('slows a hammered key with 429 + Retry-After without starving the tenant\'s other keys, then the tenant', async () => {
+  it("slows a hammered key with 429 + Retry-After without starving the tenant's other keys, then the tenant", async () => {
     const hammer = () => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-hot').send(orderBody());
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push((await hammer()).status);
@@ -188,13 +203,24 @@ describe('security: fuzzing POST /v1/orders', () => {
 
   const jsonValue = fc.jsonValue({ maxDepth: 3 });
   const item = fc.record(
-    { sku: fc.oneof(fc.string({ maxLength: 70 }), jsonValue), quantity: fc.oneof(fc.integer(), fc.double(), jsonValue), unitPriceMinor: fc.oneof(fc.integer(), fc.double(), jsonValue) },
+    {
+      sku: fc.oneof(fc.string({ maxLength: 70 }), jsonValue),
+      quantity: fc.oneof(fc.integer(), fc.double(), jsonValue),
+      unitPriceMinor: fc.oneof(fc.integer(), fc.double(), jsonValue),
+    },
     { requiredKeys: [] },
   );
   const validBody = fc.record({
     customerId: fc.constantFrom('cus_1', 'cus_2'),
     currency: fc.constantFrom('USD', 'EUR'),
-    items: fc.array(fc.record({ sku: fc.constantFrom('a', 'b'), quantity: fc.integer({ min: 1, max: 5 }), unitPriceMinor: fc.integer({ min: 0, max: 10_000 }) }), { minLength: 1, maxLength: 3 }),
+    items: fc.array(
+      fc.record({
+        sku: fc.constantFrom('a', 'b'),
+        quantity: fc.integer({ min: 1, max: 5 }),
+        unitPriceMinor: fc.integer({ min: 0, max: 10_000 }),
+      }),
+      { minLength: 1, maxLength: 3 },
+    ),
     paymentMethod: fc.constant({ token: 'tok_visa' }),
   });
   const body = fc.oneof(
@@ -214,23 +240,32 @@ describe('security: fuzzing POST /v1/orders', () => {
   );
   const key = fc.oneof(fc.string({ minLength: 0, maxLength: 300 }), fc.constant(undefined));
 
-  it('never answers 5xx, stays up, and creates orders only from valid requests', async () => {
-    let valid = 0;
-    await fc.assert(
-      fc.asyncProperty(body, key, fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded'), async (payload, idemKey, type) => {
-        let req = t.http().post('/v1/orders').set(auth()).set('Content-Type', type);
-        if (idemKey !== undefined && /^[\x20-\x7e]*$/.test(idemKey)) req = req.set('Idempotency-Key', idemKey);
-        const res = await req.send(JSON.stringify(payload) ?? '');
-        expect(res.status).toBeLessThan(500);
-        if (res.status === 201) valid++;
-      }),
-      { numRuns: FUZZ_RUNS },
-    );
-    await t.http().get('/health/live').expect(200);
-    expect(valid).toBeGreaterThan(0);
-    // Every order in the database came from a 201 (invalid requests changed nothing).
-    expect(await t.db.collection('orders').countDocuments({ state: 'saved' })).toBe(valid);
-  }, FUZZ_RUNS * 60);
+  it(
+    'never answers 5xx, stays up, and creates orders only from valid requests',
+    async () => {
+      let valid = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          body,
+          key,
+          fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded'),
+          async (payload, idemKey, type) => {
+            let req = t.http().post('/v1/orders').set(auth()).set('Content-Type', type);
+            if (idemKey !== undefined && /^[\x20-\x7e]*$/.test(idemKey)) req = req.set('Idempotency-Key', idemKey);
+            const res = await req.send(JSON.stringify(payload) ?? '');
+            expect(res.status).toBeLessThan(500);
+            if (res.status === 201) valid++;
+          },
+        ),
+        { numRuns: FUZZ_RUNS },
+      );
+      await t.http().get('/health/live').expect(200);
+      expect(valid).toBeGreaterThan(0);
+      // Every order in the database came from a 201 (invalid requests changed nothing).
+      expect(await t.db.collection('orders').countDocuments({ state: 'saved' })).toBe(valid);
+    },
+    FUZZ_RUNS * 60,
+  );
 });
 
 describe('security: erasure while the customer has an order in flight', () => {
@@ -247,7 +282,13 @@ describe('security: erasure while the customer has an order in flight', () => {
 
   it('the order finishing after the erasure stores and publishes no personal data', async () => {
     const hold = gateway.holdNextCharge('before');
-    const inFlight = t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-inflight-gdpr').send(orderBody({ customerId: 'cus_gone' })).then((r) => r);
+    const inFlight = t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-inflight-gdpr')
+      .send(orderBody({ customerId: 'cus_gone' }))
+      .then((r) => r);
     await hold.reached;
     await t.http().delete('/v1/customers/cus_gone/data').set(auth()).expect(200);
     hold.release();
@@ -255,7 +296,13 @@ describe('security: erasure while the customer has an order in flight', () => {
     const done = await inFlight;
     expect(done.status).toBe(201);
     expect(done.body.customerId).toMatch(/^erased_/);
-    const replay = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-inflight-gdpr').send(orderBody({ customerId: 'cus_gone' })).expect(201);
+    const replay = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-inflight-gdpr')
+      .send(orderBody({ customerId: 'cus_gone' }))
+      .expect(201);
     expect(replay.text).not.toContain('cus_gone');
     const stored = JSON.stringify([
       await t.db.collection('orders').find({}).toArray(),
@@ -270,7 +317,13 @@ describe('security: erasure while the customer has an order in flight', () => {
     // the answer built from pseudonymized data.
     const again = await t.http().delete('/v1/customers/cus_gone/data').set(auth()).expect(200);
     expect(again.body.counts.idempotencyRecords).toBe(0);
-    const retry = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-inflight-gdpr').send(orderBody({ customerId: 'cus_other' })).expect(201);
+    const retry = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-inflight-gdpr')
+      .send(orderBody({ customerId: 'cus_other' }))
+      .expect(201);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.text).toBe(done.text);
   });

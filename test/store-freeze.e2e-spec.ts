@@ -93,9 +93,15 @@ describe('a frozen store', () => {
     const frozenAt = Date.now();
     const burst = () =>
       Promise.all([
-        Promise.all(Array.from({ length: 6 }, (_, i) => timed(() => postOrder(service.baseUrl, `k-frozen-${Date.now()}-${i}`, undefined, 30_000)))),
         Promise.all(
-          acknowledged.slice(0, 2).map((id) => timed(() => httpRequest(service.baseUrl, { method: 'GET', path: `/v1/orders/${id}`, headers: ACME_AUTH, timeoutMs: 30_000 }))),
+          Array.from({ length: 6 }, (_, i) => timed(() => postOrder(service.baseUrl, `k-frozen-${Date.now()}-${i}`, undefined, 30_000))),
+        ),
+        Promise.all(
+          acknowledged
+            .slice(0, 2)
+            .map((id) =>
+              timed(() => httpRequest(service.baseUrl, { method: 'GET', path: `/v1/orders/${id}`, headers: ACME_AUTH, timeoutMs: 30_000 })),
+            ),
         ),
         timed(() => httpRequest(service.baseUrl, { method: 'GET', path: '/health/ready', timeoutMs: 30_000 })),
         timed(() => httpRequest(service.baseUrl, { method: 'GET', path: '/health/live', timeoutMs: 30_000 })),
@@ -108,7 +114,10 @@ describe('a frozen store', () => {
 
     for (const [posts, reads, ready, live] of [first, second]) {
       for (const answer of [...posts, ...reads]) {
-        expect({ status: answer.res?.status, code: answer.res?.json?.code, detail: describeTimed(answer) }).toMatchObject({ status: 503, code: 'store_unavailable' });
+        expect({ status: answer.res?.status, code: answer.res?.json?.code, detail: describeTimed(answer) }).toMatchObject({
+          status: 503,
+          code: 'store_unavailable',
+        });
         expect(Number(answer.res!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
         expect(answer.ms).toBeLessThan(NEW_REQUEST_BOUND_MS);
       }

@@ -66,7 +66,9 @@ describe('tombstones: a late retry never charges again', () => {
   it('keeps no body and no personal data, only the compact fields, with its own expiry', async () => {
     const first = await post('k-compact').expect(201);
     const [tombstone] = await t.db.collection('idempotency_tombstones').find({}).toArray();
-    expect(Object.keys(tombstone).sort()).toEqual(['_id', 'expiresAt', 'finishedAt', 'fingerprint', 'location', 'scope', 'status', 'subject'].sort());
+    expect(Object.keys(tombstone).sort()).toEqual(
+      ['_id', 'expiresAt', 'finishedAt', 'fingerprint', 'location', 'scope', 'status', 'subject'].sort(),
+    );
     expect(tombstone).toMatchObject({ status: 201, location: first.headers['location'] });
     const text = JSON.stringify(tombstone);
     for (const secret of ['cus_123', 'k-compact', 'tok_visa', 'sku_1']) expect(text).not.toContain(secret);
@@ -78,7 +80,9 @@ describe('tombstones: a late retry never charges again', () => {
 
   it('has a TTL index on its own expiry, built at boot', async () => {
     const indexes = await t.db.collection('idempotency_tombstones').indexes();
-    expect(indexes).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'tombstone_ttl', key: { expiresAt: 1 }, expireAfterSeconds: 0 })]));
+    expect(indexes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'tombstone_ttl', key: { expiresAt: 1 }, expireAfterSeconds: 0 })]),
+    );
   });
 
   it('ignores a tombstone past its own expiry even before the TTL monitor removes it', async () => {

@@ -8,7 +8,19 @@ import { ControllableGateway } from './support/controllable-gateway.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 /** Collection methods whose first argument is a query filter. */
-const FILTERED = new Set(['find', 'findOne', 'findOneAndUpdate', 'findOneAndReplace', 'findOneAndDelete', 'updateOne', 'updateMany', 'replaceOne', 'deleteOne', 'deleteMany', 'countDocuments']);
+const FILTERED = new Set([
+  'find',
+  'findOne',
+  'findOneAndUpdate',
+  'findOneAndReplace',
+  'findOneAndDelete',
+  'updateOne',
+  'updateMany',
+  'replaceOne',
+  'deleteOne',
+  'deleteMany',
+  'countDocuments',
+]);
 
 interface TransactionQuery {
   collection: string;
@@ -60,7 +72,13 @@ describe('queries inside transactions use an index', () => {
 
   it('captured the transactions it drove', () => {
     const seen = new Set(queries.map((query) => `${query.collection}.${query.method}`));
-    for (const expected of ['idempotency_records.updateOne', 'orders.updateOne', 'orders.updateMany', 'outbox_events.updateMany', 'idempotency_records.find']) {
+    for (const expected of [
+      'idempotency_records.updateOne',
+      'orders.updateOne',
+      'orders.updateMany',
+      'outbox_events.updateMany',
+      'idempotency_records.find',
+    ]) {
       expect(seen).toContain(expected);
     }
   });
@@ -71,7 +89,7 @@ describe('queries inside transactions use an index', () => {
     if (!planner) {
       process.stdout.write(
         'NOTE transaction-indexes: this backend has no explain (the emulator); checked instead that each filter ' +
-          'constrains the leading field of one of the collection\'s indexes. A real mongod runs the planner check.\n',
+          "constrains the leading field of one of the collection's indexes. A real mongod runs the planner check.\n",
       );
     }
     for (const query of queries) {

@@ -28,7 +28,7 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
     return withRetryAfter(problem(status, error.code, error.message, error.extensions), error.retryAfterSeconds);
   }
   // Nest wraps Fastify's own errors (body parsing, limits) in an HttpException with the original as cause.
-  const fastifyCode = (error as { code?: unknown })?.code ?? ((error as { cause?: { code?: unknown } })?.cause?.code);
+  const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   if (typeof fastifyCode === 'string' && FASTIFY_ERRORS[fastifyCode]) {
     const [status, code, detail] = FASTIFY_ERRORS[fastifyCode];
     return { problem: problem(status, code, detail), headers: {} };
@@ -71,11 +71,7 @@ function withRetryAfter(body: Problem, retryAfterSeconds?: number): ProblemRespo
 }
 
 export function sendProblem(reply: FastifyReply, response: ProblemResponse): void {
-  reply
-    .status(response.problem.status)
-    .headers(response.headers)
-    .type(PROBLEM_CONTENT_TYPE)
-    .send(JSON.stringify(response.problem));
+  reply.status(response.problem.status).headers(response.headers).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(response.problem));
 }
 
 @Catch()

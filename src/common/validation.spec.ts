@@ -14,7 +14,9 @@ class Item {
 }
 
 class Basket {
-  @ArrayMaxSize(3) @ValidateNested({ each: true }) @Type(() => Item)
+  @ArrayMaxSize(3)
+  @ValidateNested({ each: true })
+  @Type(() => Item)
   items!: Item[];
 }
 
@@ -30,7 +32,12 @@ const refusal = async (value: unknown) => {
 
 describe('validation errors', () => {
   it('name the nested property like Nest does', async () => {
-    const error = await refusal({ items: [{ sku: 'a', quantity: 1 }, { sku: 2, quantity: 1 }] });
+    const error = await refusal({
+      items: [
+        { sku: 'a', quantity: 1 },
+        { sku: 2, quantity: 1 },
+      ],
+    });
     expect(error).toBeInstanceOf(RequestValidationError);
     expect(error.extensions).toEqual({ errors: ['items.1.sku must be a string'] });
   });

@@ -32,7 +32,9 @@ describe('loadConfiguration', () => {
     expect(problemsOf({ IDEMPOTENCY_TTL_SECONDS: '-1' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_TTL_SECONDS: /)]);
     expect(problemsOf({ REAPER_ENABLED: 'yes' })).toEqual([expect.stringMatching(/^REAPER_ENABLED: /)]);
     expect(problemsOf({ IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '-1' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_IN_FLIGHT_WAIT_MS: /)]);
-    expect(problemsOf({ IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: 'many' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: /)]);
+    expect(problemsOf({ IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: 'many' })).toEqual([
+      expect.stringMatching(/^IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: /),
+    ]);
     expect(problemsOf({ IDEMPOTENCY_RESUME_WINDOW_MS: '86400001' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_RESUME_WINDOW_MS: /)]);
     expect(problemsOf({ MONGODB_URI: 'http://x' })).toEqual([expect.stringMatching(/^MONGODB_URI: /)]);
   });
@@ -43,7 +45,12 @@ describe('loadConfiguration', () => {
 
   it('requires a URI, API keys and an encryption key in production, and refuses fault injection there', () => {
     const problems = problemsOf({ NODE_ENV: 'production', FAULT_INJECTION: 'true' });
-    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['API_KEYS', 'FAULT_INJECTION', 'IDEMPOTENCY_ENCRYPTION_KEY', 'MONGODB_URI']);
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'API_KEYS',
+      'FAULT_INJECTION',
+      'IDEMPOTENCY_ENCRYPTION_KEY',
+      'MONGODB_URI',
+    ]);
     const ok = loadConfiguration({
       NODE_ENV: 'production',
       MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0',
@@ -57,7 +64,9 @@ describe('loadConfiguration', () => {
   it('validates API keys and encryption keys', () => {
     expect(problemsOf({ API_KEYS: 'acme:short' })).toEqual([expect.stringMatching(/^API_KEYS: .*16 characters/)]);
     expect(problemsOf({ API_KEYS: 'no-colon' })).toEqual([expect.stringMatching(/^API_KEYS: /)]);
-    expect(problemsOf({ IDEMPOTENCY_ENCRYPTION_KEY: 'c2hvcnQ=' })).toEqual([expect.stringMatching(/^IDEMPOTENCY_ENCRYPTION_KEY: .*32 bytes/)]);
+    expect(problemsOf({ IDEMPOTENCY_ENCRYPTION_KEY: 'c2hvcnQ=' })).toEqual([
+      expect.stringMatching(/^IDEMPOTENCY_ENCRYPTION_KEY: .*32 bytes/),
+    ]);
   });
 
   it('keeps retired decryption keys after the current one', () => {
@@ -76,12 +85,20 @@ describe('loadConfiguration', () => {
       jsonMaxDepth: 8,
       jsonMaxValues: 1000,
     });
-    expect(config.mongo).toMatchObject({ serverSelectionTimeoutMs: 3000, connectTimeoutMs: 3000, socketTimeoutMs: 3000, poolWaitTimeoutMs: 2000, pingTimeoutMs: 1000 });
+    expect(config.mongo).toMatchObject({
+      serverSelectionTimeoutMs: 3000,
+      connectTimeoutMs: 3000,
+      socketTimeoutMs: 3000,
+      poolWaitTimeoutMs: 2000,
+      pingTimeoutMs: 1000,
+    });
     expect(config.app.logRefusedPerSecond).toBe(10);
   });
 
   it('refuses limits that contradict each other', () => {
-    expect(problemsOf({ HTTP_HEADERS_TIMEOUT_MS: '9000', HTTP_REQUEST_TIMEOUT_MS: '8000' })).toEqual([expect.stringMatching(/^HTTP_HEADERS_TIMEOUT_MS: /)]);
+    expect(problemsOf({ HTTP_HEADERS_TIMEOUT_MS: '9000', HTTP_REQUEST_TIMEOUT_MS: '8000' })).toEqual([
+      expect.stringMatching(/^HTTP_HEADERS_TIMEOUT_MS: /),
+    ]);
     expect(problemsOf({ RATE_LIMIT_PER_KEY_PER_MINUTE: '10', RATE_LIMIT_PER_TENANT_PER_MINUTE: '0' })).toEqual([
       expect.stringMatching(/^RATE_LIMIT_PER_KEY_PER_MINUTE: .*tenant limit/),
     ]);

@@ -1,16 +1,6 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
-import {
-  IsBoolean,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Matches,
-  Max,
-  Min,
-  validateSync,
-} from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
 /**
  * Every setting the service reads, validated once. Values arrive as strings
@@ -21,7 +11,9 @@ class EnvironmentVariables {
   @IsIn(['development', 'production', 'test'])
   NODE_ENV: string = 'development';
 
-  @IsInt() @Min(0) @Max(65535)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT: number = 3000;
 
   @IsString()
@@ -33,128 +25,196 @@ class EnvironmentVariables {
   @IsIn(['auto', 'json', 'pretty'])
   LOG_FORMAT: string = 'auto';
 
-  @IsInt() @Min(1024) @Max(10 * 1024 * 1024)
+  @IsInt()
+  @Min(1024)
+  @Max(10 * 1024 * 1024)
   HTTP_BODY_LIMIT_BYTES: number = 102400;
 
-  @IsInt() @Min(100) @Max(120000)
+  @IsInt()
+  @Min(100)
+  @Max(120000)
   HTTP_HEADERS_TIMEOUT_MS: number = 5000;
 
-  @IsInt() @Min(100) @Max(120000)
+  @IsInt()
+  @Min(100)
+  @Max(120000)
   HTTP_REQUEST_TIMEOUT_MS: number = 8000;
 
-  @IsInt() @Min(100) @Max(600000)
+  @IsInt()
+  @Min(100)
+  @Max(600000)
   HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5000;
 
-  @IsInt() @Min(2) @Max(64)
+  @IsInt()
+  @Min(2)
+  @Max(64)
   HTTP_JSON_MAX_DEPTH: number = 8;
 
-  @IsInt() @Min(10) @Max(1000000)
+  @IsInt()
+  @Min(10)
+  @Max(1000000)
   HTTP_JSON_MAX_VALUES: number = 1000;
 
-  @IsInt() @Min(0) @Max(100000)
+  @IsInt()
+  @Min(0)
+  @Max(100000)
   LOG_REFUSED_REQUESTS_PER_SECOND: number = 10;
 
-  @IsInt() @Min(0) @Max(120000)
+  @IsInt()
+  @Min(0)
+  @Max(120000)
   SHUTDOWN_GRACE_MS: number = 10000;
 
-  @IsOptional() @Matches(/^mongodb(\+srv)?:\/\/\S+$/, { message: 'must be a mongodb:// or mongodb+srv:// URI' })
+  @IsOptional()
+  @Matches(/^mongodb(\+srv)?:\/\/\S+$/, { message: 'must be a mongodb:// or mongodb+srv:// URI' })
   MONGODB_URI?: string;
 
-  @IsString() @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
   MONGODB_DB_NAME: string = 'orders';
 
-  @IsInt() @Min(100) @Max(60000)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: number = 3000;
 
-  @IsInt() @Min(100) @Max(60000)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
   MONGODB_CONNECT_TIMEOUT_MS: number = 3000;
 
-  @IsInt() @Min(100) @Max(300000)
+  @IsInt()
+  @Min(100)
+  @Max(300000)
   MONGODB_SOCKET_TIMEOUT_MS: number = 3000;
 
-  @IsInt() @Min(100) @Max(60000)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
   MONGODB_POOL_WAIT_TIMEOUT_MS: number = 2000;
 
-  @IsInt() @Min(100) @Max(60000)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
   MONGODB_PING_TIMEOUT_MS: number = 1000;
 
-  @IsInt() @Min(100) @Max(120000)
+  @IsInt()
+  @Min(100)
+  @Max(120000)
   TRANSACTION_MAX_RETRY_MS: number = 5000;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   API_KEYS?: string;
 
-  @IsString() @Matches(/^[a-z][a-z0-9-]{0,62}$/, { message: 'must be a lowercase slug' })
+  @IsString()
+  @Matches(/^[a-z][a-z0-9-]{0,62}$/, { message: 'must be a lowercase slug' })
   SERVICE_NAME: string = 'orders-service';
 
-  @IsInt() @Min(1) @Max(31536000)
+  @IsInt()
+  @Min(1)
+  @Max(31536000)
   IDEMPOTENCY_TTL_SECONDS: number = 86400;
 
-  @IsInt() @Min(1000) @Max(3600000)
+  @IsInt()
+  @Min(1000)
+  @Max(3600000)
   IDEMPOTENCY_LOCK_TIMEOUT_MS: number = 30000;
 
   // A duplicate in flight waits this long for the answer (never past the holder's lease), then 409.
-  @IsInt() @Min(0) @Max(60000)
+  @IsInt()
+  @Min(0)
+  @Max(60000)
   IDEMPOTENCY_IN_FLIGHT_WAIT_MS: number = 5000;
 
   // Waiting duplicates per instance (memory, sockets); past it a duplicate gets 409 at once.
-  @IsInt() @Min(0) @Max(100000)
+  @IsInt()
+  @Min(0)
+  @Max(100000)
   IDEMPOTENCY_IN_FLIGHT_MAX_WAITERS: number = 1000;
 
   // After a transient failure (503) the attempt is left to its client's retry this long before the reaper abandons it.
-  @IsInt() @Min(0) @Max(86400000)
+  @IsInt()
+  @Min(0)
+  @Max(86400000)
   IDEMPOTENCY_RESUME_WINDOW_MS: number = 300000;
 
   // Up to ten years: a tombstone is a few hundred bytes, and a late retry can come from a very old outbox.
-  @IsInt() @Min(1) @Max(315360000)
+  @IsInt()
+  @Min(1)
+  @Max(315360000)
   IDEMPOTENCY_TOMBSTONE_SECONDS: number = 2592000;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   IDEMPOTENCY_ENCRYPTION_KEY?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   IDEMPOTENCY_DECRYPTION_KEYS?: string;
 
-  @IsInt() @Min(100) @Max(3600000)
+  @IsInt()
+  @Min(100)
+  @Max(3600000)
   REAPER_INTERVAL_MS: number = 10000;
 
-  @IsInt() @Min(1) @Max(1000)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   REAPER_BATCH_SIZE: number = 50;
 
-  @IsInt() @Min(100) @Max(600000)
+  @IsInt()
+  @Min(100)
+  @Max(600000)
   REAPER_TIME_BUDGET_MS: number = 5000;
 
   @IsBoolean()
   REAPER_ENABLED: boolean = true;
 
-  @IsInt() @Min(50) @Max(3600000)
+  @IsInt()
+  @Min(50)
+  @Max(3600000)
   OUTBOX_RELAY_INTERVAL_MS: number = 1000;
 
-  @IsInt() @Min(1) @Max(1000)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   OUTBOX_BATCH_SIZE: number = 100;
 
-  @IsInt() @Min(100) @Max(600000)
+  @IsInt()
+  @Min(100)
+  @Max(600000)
   OUTBOX_PUBLISH_TIMEOUT_MS: number = 10000;
 
-  @IsString() @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9_-]{1,63}$/, { message: 'must be 1-63 letters, digits, _ or -' })
   PAYMENT_SIMULATOR_DB_NAME: string = 'payment_simulator';
 
-  @IsInt() @Min(0) @Max(60000)
+  @IsInt()
+  @Min(0)
+  @Max(60000)
   PAYMENT_SIMULATOR_LATENCY_MS: number = 0;
 
-  @IsInt() @Min(1) @Max(3600)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
   PAYMENT_RETRY_AFTER_SECONDS: number = 2;
 
   @IsBoolean()
   FAULT_INJECTION: boolean = false;
 
-  @IsOptional() @IsIn(['after-claim', 'after-charge', 'after-charged', 'before-response'])
+  @IsOptional()
+  @IsIn(['after-claim', 'after-charge', 'after-charged', 'before-response'])
   FAULT_CRASH_AT?: string;
 
-  @IsInt() @Min(0) @Max(100000)
+  @IsInt()
+  @Min(0)
+  @Max(100000)
   RATE_LIMIT_PER_KEY_PER_MINUTE: number = 60;
 
-  @IsInt() @Min(0) @Max(1000000)
+  @IsInt()
+  @Min(0)
+  @Max(1000000)
   RATE_LIMIT_PER_TENANT_PER_MINUTE: number = 6000;
 
   @IsBoolean()
@@ -296,10 +356,14 @@ const BOOLEAN_STRINGS: Record<string, boolean> = { true: true, false: false, '1'
 export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   const problems: string[] = [];
   const booleans = coerceBooleans(raw, problems);
-  const env = plainToInstance(EnvironmentVariables, { ...stripEmpty(raw), ...booleans }, {
-    enableImplicitConversion: true,
-    excludeExtraneousValues: false,
-  });
+  const env = plainToInstance(
+    EnvironmentVariables,
+    { ...stripEmpty(raw), ...booleans },
+    {
+      enableImplicitConversion: true,
+      excludeExtraneousValues: false,
+    },
+  );
   for (const error of validateSync(env, { skipMissingProperties: false })) {
     const constraints = Object.values(error.constraints ?? {}).join('; ');
     problems.push(`${error.property}: ${constraints} (got ${JSON.stringify(raw[error.property])})`);
@@ -385,15 +449,15 @@ function checkRelations(env: EnvironmentVariables, problems: string[]): void {
     problems.push('HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
   if (env.RATE_LIMIT_PER_KEY_PER_MINUTE > 0 && env.RATE_LIMIT_PER_TENANT_PER_MINUTE === 0) {
-    problems.push('RATE_LIMIT_PER_KEY_PER_MINUTE: needs RATE_LIMIT_PER_TENANT_PER_MINUTE > 0 (the tenant limit bounds how many keys are tracked)');
+    problems.push(
+      'RATE_LIMIT_PER_KEY_PER_MINUTE: needs RATE_LIMIT_PER_TENANT_PER_MINUTE > 0 (the tenant limit bounds how many keys are tracked)',
+    );
   }
 }
 
 /** An empty variable (`PORT=`) means "use the default", as in most twelve-factor apps. */
 function stripEmpty(raw: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(raw).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''),
-  );
+  return Object.fromEntries(Object.entries(raw).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''));
 }
 
 /** Implicit conversion would read "false" as true (a non-empty string), so booleans are parsed here. */
@@ -415,7 +479,10 @@ function parseApiKeys(value: string | undefined, production: boolean, problems: 
     return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET }], dev: true };
   }
   const entries: ApiKeyEntry[] = [];
-  for (const pair of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const pair of value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const separator = pair.indexOf(':');
     const tenant = pair.slice(0, separator);
     const secret = pair.slice(separator + 1);

@@ -23,7 +23,7 @@ describe('DatabaseBootstrap', () => {
     expect(bootstrap.indexesReady).toBe(false);
   });
 
-  it('builds every model\'s indexes on a replica set, then reports ready', async () => {
+  it("builds every model's indexes on a replica set, then reports ready", async () => {
     const built: string[] = [];
     const bootstrap = new DatabaseBootstrap(fakeConnection({ isWritablePrimary: true, setName: 'rs0' }, built));
     expect(bootstrap.indexesReady).toBe(false);

@@ -16,6 +16,8 @@ describe('chooseBackend', () => {
   });
 
   it('refuses an unknown MONGO_BACKEND by name', () => {
-    expect(() => chooseBackend({ forced: 'sqlite', dockerEngine: false })).toThrow(/MONGO_BACKEND must be one of mongod, container, emulator/);
+    expect(() => chooseBackend({ forced: 'sqlite', dockerEngine: false })).toThrow(
+      /MONGO_BACKEND must be one of mongod, container, emulator/,
+    );
   });
 });

@@ -26,8 +26,11 @@ describe('mongo error classification', () => {
     ['a primary stepping down', named('MongoServerError', 'not primary', { code: 10107 })],
     ['an interrupted operation', named('MongoServerError', 'interrupted', { code: 11602 })],
     ['a transaction the server forgot', named('MongoServerError', 'NoSuchTransaction', { code: 251 })],
-    ['the session confusion after a timed-out abort (emulator)', named('MongoBulkWriteError', 'transaction already in progress for this session', { code: 14, codeName: 'BadValue' })],
-    ['the driver\'s own session confusion', named('MongoTransactionError', 'Transaction already in progress')],
+    [
+      'the session confusion after a timed-out abort (emulator)',
+      named('MongoBulkWriteError', 'transaction already in progress for this session', { code: 14, codeName: 'BadValue' }),
+    ],
+    ["the driver's own session confusion", named('MongoTransactionError', 'Transaction already in progress')],
   ])('treats %s as store unavailable', (_, error) => {
     expect(isStoreUnavailable(error)).toBe(true);
   });

@@ -10,7 +10,7 @@ describe('server clock arithmetic', () => {
     expect(sampleOf(server, 1_000, 1_040)).toEqual({ serverMs: server.getTime(), monotonicMs: 1_020, roundTripMs: 40 });
   });
 
-  it('advances by the monotonic clock only: whatever this host\'s wall clock says, now is server time', () => {
+  it("advances by the monotonic clock only: whatever this host's wall clock says, now is server time", () => {
     const sample = sampleOf(server, 1_000, 1_040);
     // 30 s later on the monotonic clock; the host clock may be minutes off or have jumped meanwhile.
     expect(new Date(serverTimeAt(sample, 31_020)).toISOString()).toBe('2026-06-01T12:00:30.000Z');
@@ -42,7 +42,11 @@ describe('ServerClock', () => {
     expect(Math.abs(clock.now().getTime() - boot.getTime())).toBeLessThan(1_000);
 
     const later = new Date(boot.getTime() + 3_600_000);
-    client.emit('serverHeartbeatSucceeded', { awaited: false, duration: 4, reply: { isWritablePrimary: false, secondary: true, localTime: later } });
+    client.emit('serverHeartbeatSucceeded', {
+      awaited: false,
+      duration: 4,
+      reply: { isWritablePrimary: false, secondary: true, localTime: later },
+    });
     expect(Math.abs(clock.now().getTime() - boot.getTime())).toBeLessThan(1_000);
     client.emit('serverHeartbeatSucceeded', { awaited: true, duration: 9_000, reply: { isWritablePrimary: true, localTime: later } });
     expect(Math.abs(clock.now().getTime() - boot.getTime())).toBeLessThan(1_000);
@@ -52,7 +56,7 @@ describe('ServerClock', () => {
     expect(client.listenerCount('serverHeartbeatSucceeded')).toBe(0);
   });
 
-  it('falls back to this host\'s clock when the server reports none', async () => {
+  it("falls back to this host's clock when the server reports none", async () => {
     const { clock } = await clockOn({ isWritablePrimary: true });
     expect(Math.abs(clock.now().getTime() - Date.now())).toBeLessThan(1_000);
     clock.onApplicationShutdown();

@@ -96,7 +96,7 @@ export class ServerClock extends Clock implements OnApplicationBootstrap, OnAppl
     if (this.warned) return;
     this.warned = true;
     this.logger.warn(
-      'MongoDB reports no clock (hello.localTime; a test emulator): leases and expiry use this host\'s clock, ' +
+      "MongoDB reports no clock (hello.localTime; a test emulator): leases and expiry use this host's clock, " +
         'so instances must keep their clocks in step (docs/runbooks/clock-skew.md)',
     );
   }

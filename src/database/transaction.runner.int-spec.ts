@@ -8,7 +8,7 @@ function labelled(label: string): Error {
   return Object.assign(new Error(`simulated ${label}`), { hasErrorLabel: (name: string) => name === label });
 }
 
-describe('TransactionRunner (integration, on the run\'s replica set)', () => {
+describe("TransactionRunner (integration, on the run's replica set)", () => {
   let t: TestApp;
   let runner: TransactionRunner;
   let things: Collection<{ _id: string; n?: number }>;
@@ -55,7 +55,12 @@ describe('TransactionRunner (integration, on the run\'s replica set)', () => {
         throw new Error('abort');
       }),
     ).rejects.toThrow('abort');
-    expect(await things.find().map((doc) => doc._id).toArray()).toEqual(['outside']);
+    expect(
+      await things
+        .find()
+        .map((doc) => doc._id)
+        .toArray(),
+    ).toEqual(['outside']);
   });
 
   it('rolls back on a duplicate key inside the transaction', async () => {
@@ -77,7 +82,12 @@ describe('TransactionRunner (integration, on the run\'s replica set)', () => {
       if (runs < 3) throw labelled('TransientTransactionError');
     });
     expect(runs).toBe(3);
-    expect(await things.find().map((doc) => doc._id).toArray()).toEqual(['run-3']);
+    expect(
+      await things
+        .find()
+        .map((doc) => doc._id)
+        .toArray(),
+    ).toEqual(['run-3']);
   });
 
   it('gives up after TRANSACTION_MAX_RETRY_MS and surfaces the transient error', async () => {
@@ -118,20 +128,17 @@ describe('TransactionRunner (integration, on the run\'s replica set)', () => {
     expect(await things.countDocuments()).toBe(0);
   });
 
-  it(
-    'concurrent transactions on one document: the loser retries on the write conflict and no update is lost',
-    async () => {
-      await things.insertOne({ _id: 'counter', n: 0 });
-      await Promise.all(
-        Array.from({ length: 8 }, () =>
-          runner.run(async (session) => {
-            const doc = await things.findOne({ _id: 'counter' }, { session });
-            await new Promise((resolve) => setTimeout(resolve, 20));
-            await things.updateOne({ _id: 'counter' }, { $set: { n: (doc!.n ?? 0) + 1 } }, { session });
-          }),
-        ),
-      );
-      expect((await things.findOne({ _id: 'counter' }))!.n).toBe(8);
-    },
-  );
+  it('concurrent transactions on one document: the loser retries on the write conflict and no update is lost', async () => {
+    await things.insertOne({ _id: 'counter', n: 0 });
+    await Promise.all(
+      Array.from({ length: 8 }, () =>
+        runner.run(async (session) => {
+          const doc = await things.findOne({ _id: 'counter' }, { session });
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          await things.updateOne({ _id: 'counter' }, { $set: { n: (doc!.n ?? 0) + 1 } }, { session });
+        }),
+      ),
+    );
+    expect((await things.findOne({ _id: 'counter' }))!.n).toBe(8);
+  });
 });

@@ -7,8 +7,5 @@ import { createHash } from 'node:crypto';
  * finds the same order and sends the provider the same charge key.
  */
 export function deriveClaimId(recordId: string, createdAt: Date, attempt: number): string {
-  return createHash('sha256')
-    .update(`${recordId}\n${createdAt.toISOString()}\n${attempt}`)
-    .digest('hex')
-    .slice(0, 32);
+  return createHash('sha256').update(`${recordId}\n${createdAt.toISOString()}\n${attempt}`).digest('hex').slice(0, 32);
 }

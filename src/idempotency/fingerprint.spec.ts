@@ -9,7 +9,8 @@ describe('fingerprint v2: RFC 8785 (JSON Canonicalization Scheme)', () => {
   it('hashes the RFC 8785 form of method, route and body', () => {
     const fingerprint = fingerprintRequest('post', '/v1/orders', body);
     // RFC 8785: keys sorted by UTF-16 code units, ES number serialization (1e+21), minimal string escaping.
-    const jcs = '{"body":{"big":1e+21,"customerId":"cus_1","items":[{"quantity":2,"sku":"a"}],"note":"é\u2028"},"method":"POST","route":"/v1/orders"}';
+    const jcs =
+      '{"body":{"big":1e+21,"customerId":"cus_1","items":[{"quantity":2,"sku":"a"}],"note":"é\u2028"},"method":"POST","route":"/v1/orders"}';
     expect(fingerprint).toMatchObject({ algorithm: 'sha256-jcs-v2', value: sha256(jcs) });
   });
 

@@ -85,7 +85,9 @@ export class IdempotencyAttempts {
   ): Promise<void> {
     const now = this.clock.now();
     const retainUntil = new Date(Math.max(lease.keyExpiresAt.getTime(), now.getTime() + lease.ttlSeconds * 1000));
-    const key = await this.metrics.timeStore(status, () => this.records.finish(session, lease, status, recoveryPoint, sealed, now, retainUntil));
+    const key = await this.metrics.timeStore(status, () =>
+      this.records.finish(session, lease, status, recoveryPoint, sealed, now, retainUntil),
+    );
     const tombstone = response ? tombstoneFor(key, response, now, retainUntil, this.config.tombstoneSeconds) : null;
     if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));
     lease.keyExpiresAt = retainUntil;

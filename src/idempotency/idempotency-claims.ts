@@ -43,7 +43,13 @@ export class IdempotencyClaims {
    * that predates an erasure never stores the erased data (an erasure during
    * a long wait, or before a zombie's attempt is abandoned and retried).
    */
-  async claim(kind: ClaimKind, recordId: string, old: IdempotencyRecord | null, request: IdempotentRequest, work: IdempotentWork): Promise<Lease | null> {
+  async claim(
+    kind: ClaimKind,
+    recordId: string,
+    old: IdempotencyRecord | null,
+    request: IdempotentRequest,
+    work: IdempotentWork,
+  ): Promise<Lease | null> {
     const lease = this.newLease();
     try {
       return await this.metrics.timeStore('claim', () =>

@@ -3,7 +3,7 @@ import { parseIdempotencyKey } from './idempotency-key.js';
 import { IdempotencyKeyInvalidError } from './idempotency.errors.js';
 
 describe('the two syntaxes of Idempotency-Key', () => {
-  it('reads the draft\'s sf-string as the same key as the bare value, escapes included', () => {
+  it("reads the draft's sf-string as the same key as the bare value, escapes included", () => {
     expect(parseIdempotencyKey('"abc"')).toBe(parseIdempotencyKey('abc'));
     expect(parseIdempotencyKey('"a\\"b"')).toBe('a"b');
     expect(parseIdempotencyKey('"a\\\\b"')).toBe('a\\b');

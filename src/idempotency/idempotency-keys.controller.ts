@@ -17,7 +17,7 @@ export class IdempotencyKeysController {
   constructor(private readonly admin: IdempotencyAdminService) {}
 
   @Get(':key')
-  @ApiOperation({ summary: "One of your keys: status, lease, expiry and recovery point per operation (never the stored body)" })
+  @ApiOperation({ summary: 'One of your keys: status, lease, expiry and recovery point per operation (never the stored body)' })
   @ApiOkResponse({ type: IdempotencyKeyResponse, description: "The key's records" })
   @ApiProblemResponse(404, '`idempotency_key_not_found`')
   describe(@Tenant() tenant: string, @Param('key') key: string) {
@@ -31,7 +31,11 @@ export class IdempotencyKeysController {
   @ApiOkResponse({ type: ReleaseKeyResponse, description: "What the reaper did with the key's pending attempt" })
   @ApiProblemResponse(400, '`idempotency_key_invalid`, or `idempotency_operation_required`: the key is pending for several operations')
   @ApiProblemResponse(404, '`idempotency_key_not_found`: no pending record for this key (and operation)')
-  @ApiProblemResponse(409, '`idempotency_lease_active`: a live request holds the key; Retry-After is when its lease expires', RETRY_AFTER_HEADER)
+  @ApiProblemResponse(
+    409,
+    '`idempotency_lease_active`: a live request holds the key; Retry-After is when its lease expires',
+    RETRY_AFTER_HEADER,
+  )
   release(@Tenant() tenant: string, @Param('key') key: string, @Query('operation') operation?: string) {
     return this.admin.release(tenant, parseIdempotencyKey(key), typeof operation === 'string' ? operation : undefined);
   }

@@ -28,7 +28,10 @@ export type RestartedRequest = Pick<IdempotencyRecord, 'fingerprint' | 'subject'
 
 export type NewRecord = Omit<IdempotencyRecord, 'response' | 'purgeAt' | 'recoveryPoint' | 'updatedAt' | 'lease' | 'conflict'>;
 
-type LeaseSource = Pick<IdempotencyRecord, '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion' | 'ttlSeconds'>;
+type LeaseSource = Pick<
+  IdempotencyRecord,
+  '_id' | 'attempt' | 'createdAt' | 'expiresAt' | 'recoveryPoint' | 'schemaVersion' | 'ttlSeconds'
+>;
 
 export function leaseOf(record: LeaseSource, lease: RecordLease): Lease {
   return {
@@ -118,7 +121,15 @@ export class IdempotencyRecordRepository {
         { _id: old._id, createdAt: old.createdAt, status: 'failed', response: null, attempt: old.attempt },
         {
           // The request's fingerprint and subject again: an erasure may have removed them from the old attempt.
-          $set: { status: 'pending', attempt: old.attempt + 1, lease, ...request, recoveryPoint: null, purgeAt: null, updatedAt: lease.lockedAt },
+          $set: {
+            status: 'pending',
+            attempt: old.attempt + 1,
+            lease,
+            ...request,
+            recoveryPoint: null,
+            purgeAt: null,
+            updatedAt: lease.lockedAt,
+          },
         },
         { session, returnDocument: 'after' },
       )
@@ -175,7 +186,18 @@ export class IdempotencyRecordRepository {
     const finished = await this.records
       .findOneAndUpdate(
         { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-        { $set: { status, recoveryPoint, response, lease: null, conflict: null, updatedAt: now, expiresAt: retainUntil, purgeAt: retainUntil } },
+        {
+          $set: {
+            status,
+            recoveryPoint,
+            response,
+            lease: null,
+            conflict: null,
+            updatedAt: now,
+            expiresAt: retainUntil,
+            purgeAt: retainUntil,
+          },
+        },
         { session, returnDocument: 'after', projection: { tenant: 1, operation: 1, clientKey: 1, fingerprint: 1, subject: 1 } },
       )
       .lean<FinishedKey>()
@@ -207,11 +229,7 @@ export class IdempotencyRecordRepository {
   }
 
   findForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
-    return this.records
-      .find({ tenant, subject })
-      .session(session)
-      .lean<IdempotencyRecord[]>()
-      .exec();
+    return this.records.find({ tenant, subject }).session(session).lean<IdempotencyRecord[]>().exec();
   }
 
   /**

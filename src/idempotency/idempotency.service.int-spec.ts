@@ -32,7 +32,11 @@ describe('IdempotencyService with a minimal consumer', () => {
       },
       resume: (lease) =>
         transactions.run(async (session) => {
-          const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `wgt_${lease.claimId}` }) };
+          const response = {
+            status: 201,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ id: `wgt_${lease.claimId}` }),
+          };
           await attempts.complete(session, lease, 'done', response);
           return response;
         }),
@@ -195,14 +199,21 @@ describe('IdempotencyService with a minimal consumer', () => {
     const retry = await service.execute(request(), checked);
     expect(retry.replayed).toBe(false);
     expect(await widgets.countDocuments()).toBe(1);
-    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 2, createdAt: current.createdAt });
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({
+      status: 'complete',
+      attempt: 2,
+      createdAt: current.createdAt,
+    });
   });
 
   it('an older version past its retention no longer owns the key', async () => {
     await service.execute(request({ schemaVersion: 1 }), work);
     await t.db.collection('idempotency_records').updateOne({}, { $set: { expiresAt: new Date(Date.now() - 1000) } });
     // Another body: the same one would meet the first request's tombstone (409 idempotency_key_expired) instead.
-    const after = await service.execute(request({ schemaVersion: 2, fingerprint: fingerprintRequest('POST', '/v1/widgets', { size: 'XL' }) }), work);
+    const after = await service.execute(
+      request({ schemaVersion: 2, fingerprint: fingerprintRequest('POST', '/v1/widgets', { size: 'XL' }) }),
+      work,
+    );
     expect(after.replayed).toBe(false);
     expect(after.response.status).not.toBe(409);
     expect(await widgets.countDocuments()).toBe(2);

@@ -116,7 +116,12 @@ export class IdempotencyService {
     return lease ? this.drive(request, lease, work, 'claimed') : null;
   }
 
-  private async onRecord(record: IdempotencyRecord | null, recordId: string, request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult | null> {
+  private async onRecord(
+    record: IdempotencyRecord | null,
+    recordId: string,
+    request: IdempotentRequest,
+    work: IdempotentWork,
+  ): Promise<IdempotentResult | null> {
     try {
       return record ? await this.onExisting(record, request, work) : await this.claimAndDrive(recordId, request, work);
     } catch (error) {
@@ -202,7 +207,9 @@ export class IdempotencyService {
           if (!local) delay = nextPollDelayMs(delay);
           const left = deadline - Date.now();
           await this.waiters.sleep(record._id, local || delay === null ? left : Math.min(delay, left));
-          current = await this.waiters.read(record._id, () => this.metrics.timeStore('in_flight_wait', () => this.records.findById(record._id)));
+          current = await this.waiters.read(record._id, () =>
+            this.metrics.timeStore('in_flight_wait', () => this.records.findById(record._id)),
+          );
           const decision = current ? decide(current, request.fingerprint, this.clock.now()) : 'gone';
           if (decision !== 'in_flight') {
             this.metrics.leaseWait.observe({ operation: request.operation }, (Date.now() - started) / 1000);
@@ -254,4 +261,3 @@ export class IdempotencyService {
     this.metrics.idempotencyOutcomes.inc({ operation: request.operation, outcome });
   }
 }
-

@@ -31,7 +31,11 @@ export function Idempotent(options: IdempotentOptions) {
         'Client-chosen key (1-255 printable ASCII, a UUID is ideal), scoped to your API key and this operation. ' +
         'A retry with the same key and body gets the original status and body back with `Idempotent-Replayed: true`.',
     }),
-    ApiResponse({ status: 400, description: '`idempotency_key_missing` or `idempotency_key_invalid`, or a validation error', content: { 'application/problem+json': { schema: problemSchema } } }),
+    ApiResponse({
+      status: 400,
+      description: '`idempotency_key_missing` or `idempotency_key_invalid`, or a validation error',
+      content: { 'application/problem+json': { schema: problemSchema } },
+    }),
     ApiResponse({
       status: 409,
       description:
@@ -39,11 +43,21 @@ export function Idempotent(options: IdempotentOptions) {
         '`idempotency_key_expired`: this key and body were answered before and the stored response is past retention; ' +
         'the request is not repeated, `Location` names what the first one created (use a new key to repeat it)',
       headers: {
-        'Retry-After': { description: 'With `idempotency_key_in_use`: seconds until the in-flight lease expires', schema: { type: 'integer' } },
-        Location: { description: 'With `idempotency_key_expired`: the resource the original request created, when it created one', schema: { type: 'string' } },
+        'Retry-After': {
+          description: 'With `idempotency_key_in_use`: seconds until the in-flight lease expires',
+          schema: { type: 'integer' },
+        },
+        Location: {
+          description: 'With `idempotency_key_expired`: the resource the original request created, when it created one',
+          schema: { type: 'string' },
+        },
       },
       content: { 'application/problem+json': { schema: problemSchema } },
     }),
-    ApiResponse({ status: 422, description: '`idempotency_key_reused`: this key was used with a different body', content: { 'application/problem+json': { schema: problemSchema } } }),
+    ApiResponse({
+      status: 422,
+      description: '`idempotency_key_reused`: this key was used with a different body',
+      content: { 'application/problem+json': { schema: problemSchema } },
+    }),
   );
 }

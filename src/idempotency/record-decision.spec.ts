@@ -37,7 +37,11 @@ const stored = { status: 201, headers: {}, body: sealed, schemaVersion: 1 };
 describe('decide (what to do with a record found under the key)', () => {
   it.each([
     ['complete -> replay', record({ status: 'complete', lease: null, response: stored }), 'replay'],
-    ['failed with a stored response (declined) -> replay', record({ status: 'failed', lease: null, response: { ...stored, status: 402 } }), 'replay'],
+    [
+      'failed with a stored response (declined) -> replay',
+      record({ status: 'failed', lease: null, response: { ...stored, status: 402 } }),
+      'replay',
+    ],
     ['failed without a response (abandoned) -> restart', record({ status: 'failed', lease: null }), 'restart'],
     ['pending with a live lease -> in_flight', record({}), 'in_flight'],
     ['pending with an expired lease -> take_over', record({ lease: { owner: 'w1', lockedAt: now, expiresAt: later(-1) } }), 'take_over'],
@@ -46,7 +50,7 @@ describe('decide (what to do with a record found under the key)', () => {
     expect(decide(found, fingerprint, now)).toBe(expected);
   });
 
-  it('refuses another body under the same key (mismatch) whatever the live record\'s status', () => {
+  it("refuses another body under the same key (mismatch) whatever the live record's status", () => {
     const other = { ...fingerprint, value: 'bbb' };
     expect(decide(record({ status: 'complete', response: stored, lease: null }), other, now)).toBe('mismatch');
     expect(decide(record({}), other, now)).toBe('mismatch');

@@ -13,7 +13,10 @@ const ALGORITHM = 'aes-256-gcm';
 export class ResponseCipher {
   private readonly keys: Map<string, Buffer>;
 
-  constructor(private readonly current: CipherKey, all: CipherKey[]) {
+  constructor(
+    private readonly current: CipherKey,
+    all: CipherKey[],
+  ) {
     this.keys = new Map(all.map((key) => [key.id, key.key]));
   }
 

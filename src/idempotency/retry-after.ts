@@ -9,7 +9,11 @@
  */
 export const CONFLICT_RETRY_AFTER_SECONDS = 1;
 
-export function conflictRetryAfterSeconds(leaseExpiresAt: Date | null, now: Date, hintSeconds: number = CONFLICT_RETRY_AFTER_SECONDS): number {
+export function conflictRetryAfterSeconds(
+  leaseExpiresAt: Date | null,
+  now: Date,
+  hintSeconds: number = CONFLICT_RETRY_AFTER_SECONDS,
+): number {
   const leaseSeconds = leaseExpiresAt ? Math.ceil((leaseExpiresAt.getTime() - now.getTime()) / 1000) : hintSeconds;
   return Math.max(1, Math.min(hintSeconds, leaseSeconds));
 }

@@ -29,7 +29,11 @@ export class SubjectLockRepository {
   /** A claim's write: one stripe. Returns the subject's last erasure, if any. */
   async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<Date | null> {
     const stripe = await this.locks
-      .findOneAndUpdate({ _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) }, { $set: { updatedAt: now } }, { session, upsert: true, returnDocument: 'after' })
+      .findOneAndUpdate(
+        { _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) },
+        { $set: { updatedAt: now } },
+        { session, upsert: true, returnDocument: 'after' },
+      )
       .lean<SubjectLock>()
       .exec();
     return stripe?.erasedAt ?? null;

@@ -33,7 +33,9 @@ describe('tombstoneFor', () => {
   });
 
   it('gives each key of each tenant and operation its own scope', () => {
-    const scopes = new Set([key, { ...key, tenant: 't2' }, { ...key, operation: 'orders.refund' }, { ...key, clientKey: 'k-2' }].map(tombstoneScope));
+    const scopes = new Set(
+      [key, { ...key, tenant: 't2' }, { ...key, operation: 'orders.refund' }, { ...key, clientKey: 'k-2' }].map(tombstoneScope),
+    );
     expect(scopes.size).toBe(4);
   });
 });
@@ -64,7 +66,12 @@ describe('expiredKeyResponse', () => {
     const response = expiredKeyResponse(tombstoneFor(key, created, finishedAt, retainUntil, 3600)!);
     expect(response.status).toBe(409);
     expect(response.headers).toEqual({ 'content-type': 'application/problem+json', location: '/v1/orders/ord_1' });
-    expect(JSON.parse(response.body)).toMatchObject({ code: 'idempotency_key_expired', status: 409, originalStatus: 201, location: '/v1/orders/ord_1' });
+    expect(JSON.parse(response.body)).toMatchObject({
+      code: 'idempotency_key_expired',
+      status: 409,
+      originalStatus: 201,
+      location: '/v1/orders/ord_1',
+    });
   });
 
   it('has no Location header when the original answer named no resource', () => {

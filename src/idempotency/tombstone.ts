@@ -96,7 +96,11 @@ export function expiredKeyResponse(tombstone: Tombstone): IdempotentResponse {
     409,
     'idempotency_key_expired',
     'This Idempotency-Key and body were already answered and the stored response is past retention; the request was not repeated. Use a new key to repeat it.',
-    { originalStatus: tombstone.status, finishedAt: tombstone.finishedAt.toISOString(), ...(tombstone.location ? { location: tombstone.location } : {}) },
+    {
+      originalStatus: tombstone.status,
+      finishedAt: tombstone.finishedAt.toISOString(),
+      ...(tombstone.location ? { location: tombstone.location } : {}),
+    },
   );
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
   if (tombstone.location) headers['location'] = tombstone.location;

@@ -13,9 +13,24 @@ describe('journal', () => {
   });
 
   it('refuses unbalanced, fractional, zero or single-line journals', () => {
-    expect(() => assertBalanced([{ account: 'a', direction: 'debit', amountMinor: 100 }, { account: 'b', direction: 'credit', amountMinor: 99 }])).toThrow(UnbalancedJournalError);
-    expect(() => assertBalanced([{ account: 'a', direction: 'debit', amountMinor: 1.5 }, { account: 'b', direction: 'credit', amountMinor: 1.5 }])).toThrow(UnbalancedJournalError);
-    expect(() => assertBalanced([{ account: 'a', direction: 'debit', amountMinor: 0 }, { account: 'b', direction: 'credit', amountMinor: 0 }])).toThrow(UnbalancedJournalError);
+    expect(() =>
+      assertBalanced([
+        { account: 'a', direction: 'debit', amountMinor: 100 },
+        { account: 'b', direction: 'credit', amountMinor: 99 },
+      ]),
+    ).toThrow(UnbalancedJournalError);
+    expect(() =>
+      assertBalanced([
+        { account: 'a', direction: 'debit', amountMinor: 1.5 },
+        { account: 'b', direction: 'credit', amountMinor: 1.5 },
+      ]),
+    ).toThrow(UnbalancedJournalError);
+    expect(() =>
+      assertBalanced([
+        { account: 'a', direction: 'debit', amountMinor: 0 },
+        { account: 'b', direction: 'credit', amountMinor: 0 },
+      ]),
+    ).toThrow(UnbalancedJournalError);
     expect(() => assertBalanced([{ account: 'a', direction: 'debit', amountMinor: 5 }])).toThrow(UnbalancedJournalError);
   });
 });

@@ -21,7 +21,12 @@ export class LedgerEntryRepository {
   }
 
   findByIds(session: ClientSession, ids: string[]): Promise<LedgerEntry[]> {
-    return this.entries.find({ _id: { $in: ids } }).session(session).sort({ _id: 1 }).lean<LedgerEntry[]>().exec();
+    return this.entries
+      .find({ _id: { $in: ids } })
+      .session(session)
+      .sort({ _id: 1 })
+      .lean<LedgerEntry[]>()
+      .exec();
   }
 
   findForOrder(tenant: string, orderId: string): Promise<LedgerEntry[]> {

@@ -59,7 +59,10 @@ export class LedgerService {
   async post(posting: JournalPosting, session: ClientSession): Promise<'posted' | 'adopted'> {
     assertBalanced(posting.lines);
     const entries = journalEntries(posting);
-    const existing = await this.entries.findByIds(session, entries.map((entry) => entry._id));
+    const existing = await this.entries.findByIds(
+      session,
+      entries.map((entry) => entry._id),
+    );
     if (existing.length === 0) {
       await this.entries.append(session, entries);
       return 'posted';

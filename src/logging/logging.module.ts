@@ -23,7 +23,10 @@ type LoggedRequest = IncomingMessage & { tenant?: string; idempotency?: { operat
           pinoHttp: {
             level: config.logLevel,
             // pino-pretty renders the same records for a person (in a worker thread: the request path stays JSON-cheap).
-            transport: config.logFormat === 'pretty' ? { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l' } } : undefined,
+            transport:
+              config.logFormat === 'pretty'
+                ? { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l' } }
+                : undefined,
             // Never log secrets, card tokens or raw keys: requests are summarised, not dumped.
             serializers: {
               req: (request: { id: string; method: string; url: string }) => ({ id: request.id, method: request.method, url: request.url }),

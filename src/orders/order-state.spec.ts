@@ -30,8 +30,18 @@ describe('order state machine', () => {
 
 describe('orderAmountMinor', () => {
   it('sums quantity x unit price in integer minor units', () => {
-    expect(orderAmountMinor([{ quantity: 2, unitPriceMinor: 1250 }, { quantity: 1, unitPriceMinor: 1 }])).toBe(2501);
-    expect(orderAmountMinor([{ quantity: 3, unitPriceMinor: 0 }, { quantity: 1, unitPriceMinor: 5 }])).toBe(5);
+    expect(
+      orderAmountMinor([
+        { quantity: 2, unitPriceMinor: 1250 },
+        { quantity: 1, unitPriceMinor: 1 },
+      ]),
+    ).toBe(2501);
+    expect(
+      orderAmountMinor([
+        { quantity: 3, unitPriceMinor: 0 },
+        { quantity: 1, unitPriceMinor: 5 },
+      ]),
+    ).toBe(5);
   });
 
   it('refuses a total of zero: there would be nothing to charge or journal', () => {

@@ -77,7 +77,12 @@ export class OrderWorkflow {
       await this.attempts.checkpoint(session, lease, 'charged');
       const recorded = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
       await this.orders.markCharged(session, order, recorded.payment._id, now);
-      const next: Order = { ...order, state: 'charged', paymentId: recorded.payment._id, stateHistory: { ...order.stateHistory, charged: now } };
+      const next: Order = {
+        ...order,
+        state: 'charged',
+        paymentId: recorded.payment._id,
+        stateHistory: { ...order.stateHistory, charged: now },
+      };
       return { charged: next, adopted: recorded.adopted ? ['payment'] : [] };
     });
     this.countAdopted(adopted);
@@ -141,7 +146,13 @@ export class OrderWorkflow {
     const now = this.clock.now();
     return this.transactions.run(async (session) => {
       const order = await this.current(pending, session);
-      const failed: Order = { ...order, state: 'failed', failureReason: reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
+      const failed: Order = {
+        ...order,
+        state: 'failed',
+        failureReason: reason,
+        paymentToken: null,
+        stateHistory: { ...order.stateHistory, failed: now },
+      };
       await this.attempts.fail(session, lease, 'failed', reason === FAILURE.declined ? responseFor(failed) : null);
       await this.orders.markFailed(session, order, reason, now);
       return failed;

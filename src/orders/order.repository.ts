@@ -30,7 +30,11 @@ export class OrderRepository {
   }
 
   findById(orderId: string, session?: ClientSession): Promise<Order | null> {
-    return this.orders.findById(orderId).session(session ?? null).lean<Order>().exec();
+    return this.orders
+      .findById(orderId)
+      .session(session ?? null)
+      .lean<Order>()
+      .exec();
   }
 
   findForTenant(tenant: string, orderId: string): Promise<Order | null> {
@@ -41,7 +45,12 @@ export class OrderRepository {
     const filter = after
       ? { tenant, $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }] }
       : { tenant };
-    const orders = await this.orders.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit + 1).lean<Order[]>().exec();
+    const orders = await this.orders
+      .find(filter)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .lean<Order[]>()
+      .exec();
     const page = orders.slice(0, limit);
     const last = page.at(-1);
     return { orders: page, next: orders.length > limit && last ? { createdAt: last.createdAt, id: last._id } : null };
@@ -65,13 +74,7 @@ export class OrderRepository {
     return this.transition(session, order, 'failed', now, { failureReason: reason, paymentToken: null });
   }
 
-  private async transition(
-    session: ClientSession,
-    order: Order,
-    to: OrderState,
-    now: Date,
-    fields: Partial<Order>,
-  ): Promise<void> {
+  private async transition(session: ClientSession, order: Order, to: OrderState, now: Date, fields: Partial<Order>): Promise<void> {
     assertTransition(order.state, to);
     const result = await this.orders.updateOne(
       { _id: order._id, state: order.state },

@@ -31,13 +31,19 @@ export class OrdersController {
     description: 'The saved order. A retry with the same key and body gets these exact bytes again, with `Idempotent-Replayed: true`.',
     headers: {
       Location: { description: '/v1/orders/{id}', schema: { type: 'string' } },
-      'Idempotent-Replayed': { description: '`true` when this is a stored response sent again', schema: { type: 'string', enum: ['true'] } },
+      'Idempotent-Replayed': {
+        description: '`true` when this is a stored response sent again',
+        schema: { type: 'string', enum: ['true'] },
+      },
       'Idempotency-Expires': { description: 'When the key stops being remembered (HTTP date)', schema: { type: 'string' } },
     },
   })
   @ApiProblemResponse(400, '`malformed_json`: the body is not JSON')
   @ApiProblemResponse(402, '`card_declined`: stored and replayed like a success (the problem carries `orderId`)')
-  @ApiProblemResponse(410, "`response_erased`: a replay of a key whose stored response was erased at the customer's request; the operation is not repeated")
+  @ApiProblemResponse(
+    410,
+    "`response_erased`: a replay of a key whose stored response was erased at the customer's request; the operation is not repeated",
+  )
   @ApiProblemResponse(413, '`payload_too_large`: the body is over HTTP_BODY_LIMIT_BYTES')
   @ApiProblemResponse(415, '`unsupported_media_type`: send the body as application/json')
   @ApiProblemResponse(422, '`amount_out_of_range`: the total is not between 1 and 10^12 minor units')

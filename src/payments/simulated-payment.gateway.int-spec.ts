@@ -50,7 +50,7 @@ describe('simulated provider: the charge key that already exists', () => {
 
   it('reports the provider unavailable (retry later) when the key stays invisible', async () => {
     await t.simulatorDb.collection<{ _id: string }>('charges').insertOne({ ...existingCharge });
-    const spy = jest.spyOn(charges, 'findOne').mockImplementation((async () => null) as never);
+    const spy = jest.spyOn(charges, 'findOne').mockImplementation(async () => null);
     try {
       await expect(gateway.chargeOrCancel(existingCharge._id)).rejects.toMatchObject({ code: 'payment_provider_unavailable' });
     } finally {

@@ -58,7 +58,9 @@ type Cmd = fc.AsyncCommand<Model, ProtocolSystem>;
 /** Judges one reply a client got for (key, variant); throws with the model's view when it is not allowed. */
 function judge(model: Model, key: string, variant: number, reply: Reply, crashed: boolean, outage: boolean): void {
   const fail = (why: string) => {
-    throw new Error(`${why}: key ${key} variant ${variant} got ${reply.status} ${reply.body.slice(0, 200)}\nmodel: ${JSON.stringify([...model.keys])}`);
+    throw new Error(
+      `${why}: key ${key} variant ${variant} got ${reply.status} ${reply.body.slice(0, 200)}\nmodel: ${JSON.stringify([...model.keys])}`,
+    );
   };
   const state = model.keys.get(key);
   if (crashed) {
@@ -78,9 +80,12 @@ function judge(model: Model, key: string, variant: number, reply: Reply, crashed
   if (status === 409) {
     if (state) return;
     const expired = reply.body.includes('"idempotency_key_expired"');
-    return expired && model.sent.has(`${key}#${variant}`) ? undefined : fail('409 for a key with no live record and no tombstone of this body');
+    return expired && model.sent.has(`${key}#${variant}`)
+      ? undefined
+      : fail('409 for a key with no live record and no tombstone of this body');
   }
-  if (status === 422) return state && (state.anyVariant || state.variant !== variant) ? undefined : fail('422 for the body that owns the key');
+  if (status === 422)
+    return state && (state.anyVariant || state.variant !== variant) ? undefined : fail('422 for the body that owns the key');
   if (status === 410) {
     if (!state?.erased) return fail('410 for a key whose customer was not erased');
     state.final ??= { status, body: reply.body };
@@ -90,7 +95,8 @@ function judge(model: Model, key: string, variant: number, reply: Reply, crashed
   if (state?.erased && reply.body.includes(CUSTOMERS[VARIANTS[state.variant].customer])) return fail('an erased customer id answered');
   if (state?.final) {
     if (state.erased) return undefined;
-    if (status !== state.final.status || reply.body !== state.final.body) return fail(`a second, different final answer (first: ${state.final.status} ${state.final.body.slice(0, 120)})`);
+    if (status !== state.final.status || reply.body !== state.final.body)
+      return fail(`a second, different final answer (first: ${state.final.status} ${state.final.body.slice(0, 120)})`);
     return reply.replayed ? undefined : fail('the same answer again without Idempotent-Replayed');
   }
   if (state && !state.anyVariant && state.variant !== variant) return fail('another body got a final answer instead of 422');
@@ -222,8 +228,13 @@ export class EraseCommand implements Cmd {
 export function commandArbitraries(): fc.Arbitrary<Cmd>[] {
   const instance = fc.integer({ min: 0, max: 1 });
   const send = fc
-    .tuple(instance, fc.constantFrom(...KEYS), fc.integer({ min: 0, max: VARIANTS.length - 1 }), fc.constantFrom('none', 'none', 'before', 'after'))
-    .map(([i, key, variant, hold]) => new SendCommand(i, key, variant, hold as SendCommand['hold']));
+    .tuple(
+      instance,
+      fc.constantFrom(...KEYS),
+      fc.integer({ min: 0, max: VARIANTS.length - 1 }),
+      fc.constantFrom('none', 'none', 'before', 'after'),
+    )
+    .map(([i, key, variant, hold]) => new SendCommand(i, key, variant, hold));
   // fc.commands picks among these uniformly: requests are listed four times to be about half of a run.
   return [
     send,
@@ -232,7 +243,9 @@ export function commandArbitraries(): fc.Arbitrary<Cmd>[] {
     send,
     fc.integer({ min: 0, max: MAX_ZOMBIES - 1 }).map((index) => new ResumeCommand(index)),
     fc.tuple(instance, fc.constantFrom(...CRASH_POINTS)).map(([i, point]) => new CrashCommand(i, point)),
-    fc.constantFrom(1_000, SETTINGS.leaseMs + 1, SETTINGS.resumeWindowMs + 1, SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1).map((ms) => new AdvanceClockCommand(ms)),
+    fc
+      .constantFrom(1_000, SETTINGS.leaseMs + 1, SETTINGS.resumeWindowMs + 1, SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1)
+      .map((ms) => new AdvanceClockCommand(ms)),
     instance.map((i) => new ReaperCommand(i)),
     fc.boolean().map((on) => new OutageCommand(on)),
     fc.integer({ min: 0, max: 1 }).map((customer) => new EraseCommand(customer)),

@@ -82,7 +82,13 @@ export class ProtocolSystem {
           IDEMPOTENCY_RESUME_WINDOW_MS: String(SETTINGS.resumeWindowMs),
         },
         override: (builder) =>
-          builder.overrideProvider(Clock).useValue(clock).overrideProvider(PaymentGateway).useClass(gateway).overrideProvider(FaultInjector).useValue(faults),
+          builder
+            .overrideProvider(Clock)
+            .useValue(clock)
+            .overrideProvider(PaymentGateway)
+            .useClass(gateway)
+            .overrideProvider(FaultInjector)
+            .useValue(faults),
       });
       instances.push({ t, faults, gateway: t.app.get(PaymentGateway) as ControllableGateway, reaper: t.app.get(IdempotencyReaper) });
     }

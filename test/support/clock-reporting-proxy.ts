@@ -5,7 +5,6 @@
 // `primary` and `hosts` (or the driver would connect past it). Every other
 // byte is forwarded unchanged.
 import net from 'node:net';
-import type { BSON } from 'mongodb';
 import { MessageFramer, replyOf, withReplyDocument, type WireMessage } from '../../src/database/embedded/wire-protocol.js';
 
 export interface ClockReportingProxy {
@@ -28,7 +27,7 @@ export async function startClockReportingProxy(upstreamUri: string): Promise<Clo
     const here = (host: unknown) => (host === upstream ? address : host);
     for (const field of ['me', 'primary']) if (field in document) document[field] = here(document[field]);
     if (Array.isArray(document.hosts)) document.hosts = (document.hosts as unknown[]).map(here);
-    return withReplyDocument(message, document as BSON.Document);
+    return withReplyDocument(message, document);
   };
 
   const server = net.createServer((client) => {

@@ -84,7 +84,10 @@ export async function findViolations(input: InvariantInput): Promise<string[]> {
   for (const order of orders) {
     const charge = chargeByOrder.get(order._id);
     const payments = await db.collection('payments').countDocuments({ orderId: order._id });
-    const entries = await db.collection<{ direction: string; amountMinor: number; journalId: string }>('ledger_entries').find({ orderId: order._id }).toArray();
+    const entries = await db
+      .collection<{ direction: string; amountMinor: number; journalId: string }>('ledger_entries')
+      .find({ orderId: order._id })
+      .toArray();
     const events = await db.collection('outbox_events').countDocuments({ 'payload.id': order._id, type: 'order.completed' });
     if (order.state === 'failed') {
       if (charge) violations.push(`order ${order._id}: failed but charged at the provider`);

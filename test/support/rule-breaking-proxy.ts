@@ -47,7 +47,9 @@ export function stripReplayedHeader(): BrokenRule {
 export function storeServerErrors(): BrokenRule {
   const answers = new Map<string, ProxiedAnswer>();
   const keyOf = (request: ProxiedRequest) =>
-    request.headers['idempotency-key'] === undefined ? null : `${request.headers.authorization}|${request.headers['idempotency-key']}|${request.body.toString('utf8')}`;
+    request.headers['idempotency-key'] === undefined
+      ? null
+      : `${request.headers.authorization}|${String(request.headers['idempotency-key'])}|${request.body.toString('utf8')}`;
   return {
     stored: (request) => {
       const stored = answers.get(keyOf(request) ?? '');
@@ -65,7 +67,9 @@ export function storeServerErrors(): BrokenRule {
 export function ignoreTenant(secretOfB: string, secretOfA: string): BrokenRule {
   return {
     request: (request) =>
-      request.headers.authorization === `Bearer ${secretOfB}` ? { ...request, headers: { ...request.headers, authorization: `Bearer ${secretOfA}` } } : request,
+      request.headers.authorization === `Bearer ${secretOfB}`
+        ? { ...request, headers: { ...request.headers, authorization: `Bearer ${secretOfA}` } }
+        : request,
   };
 }
 
@@ -113,15 +117,19 @@ function forward(target: string, request: ProxiedRequest): Promise<ProxiedAnswer
   const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => !HOP_BY_HOP.includes(name)));
   const url = new URL(request.url, target);
   return new Promise((resolve, reject) => {
-    const upstream = http.request(url, { method: request.method, headers: { ...headers, 'content-length': String(request.body.length) }, agent: false }, (answer) => {
-      const chunks: Buffer[] = [];
-      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-      answer.on('error', reject);
-      answer.on('end', () => {
-        const kept = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !HOP_BY_HOP.includes(name)));
-        resolve({ status: answer.statusCode ?? 502, headers: kept, body: Buffer.concat(chunks) });
-      });
-    });
+    const upstream = http.request(
+      url,
+      { method: request.method, headers: { ...headers, 'content-length': String(request.body.length) }, agent: false },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('error', reject);
+        answer.on('end', () => {
+          const kept = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !HOP_BY_HOP.includes(name)));
+          resolve({ status: answer.statusCode ?? 502, headers: kept, body: Buffer.concat(chunks) });
+        });
+      },
+    );
     upstream.setTimeout(15_000, () => upstream.destroy(new Error('no answer from the service')));
     upstream.on('error', reject);
     upstream.end(request.body);

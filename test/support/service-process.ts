@@ -117,8 +117,8 @@ export async function spawnService(options: ServiceProcessOptions = {}): Promise
 
   const out: string[] = [];
   const err: string[] = [];
-  collectLines(child.stdout!, out);
-  collectLines(child.stderr!, err);
+  collectLines(child.stdout, out);
+  collectLines(child.stderr, err);
   let exit: ProcessExit | null = null;
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -202,7 +202,13 @@ export async function killAllServices(graceMs = 3_000): Promise<void> {
   await Promise.all(
     running.map(async (service) => {
       service.kill(graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
-      if (await service.waitForExit(graceMs).then(() => true, () => false)) return;
+      if (
+        await service.waitForExit(graceMs).then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
       service.kill('SIGKILL');
       await service.waitForExit(5_000).catch(() => undefined);
     }),
@@ -282,7 +288,6 @@ export function httpRequest(baseUrl: string, options: HttpRequestOptions): Promi
   });
 }
 
-
 export { orderBody };
 
 /** POST /v1/orders as tenant acme with the given Idempotency-Key. */
@@ -329,7 +334,12 @@ export const succeededCharges = (simulatorDb: Db) => simulatorDb.collection('cha
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` until it returns a truthy value; throws with `describe()` at the deadline. */
-export async function pollUntil<T>(check: () => Promise<T | null | undefined | false>, timeoutMs: number, describe: () => string | Promise<string>, intervalMs = 100): Promise<T> {
+export async function pollUntil<T>(
+  check: () => Promise<T | null | undefined | false>,
+  timeoutMs: number,
+  describe: () => string | Promise<string>,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -40,7 +40,9 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     MONGODB_DB_NAME: options.dbName,
     PAYMENT_SIMULATOR_DB_NAME: `${options.dbName}_psp`,
-    API_KEYS: Object.entries(API_KEYS).map(([tenant, secret]) => `${tenant}:${secret}`).join(','),
+    API_KEYS: Object.entries(API_KEYS)
+      .map(([tenant, secret]) => `${tenant}:${secret}`)
+      .join(','),
     REAPER_ENABLED: 'false',
     OUTBOX_RELAY_INTERVAL_MS: '3600000',
     // Rate limits get their own test; elsewhere they would only add noise.
@@ -64,9 +66,18 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
   }
   const connection = app.get<Connection>(getConnectionToken());
   const db = connection.db as unknown as Db;
-  const simulatorDb = connection.getClient().db(env.PAYMENT_SIMULATOR_DB_NAME) as unknown as Db;
+  const simulatorDb = connection.getClient().db(env.PAYMENT_SIMULATOR_DB_NAME);
   const reset = async () => {
-    for (const name of ['idempotency_records', 'idempotency_subjects', 'idempotency_tombstones', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'erasures']) {
+    for (const name of [
+      'idempotency_records',
+      'idempotency_subjects',
+      'idempotency_tombstones',
+      'orders',
+      'payments',
+      'ledger_entries',
+      'outbox_events',
+      'erasures',
+    ]) {
       await db.collection(name).deleteMany({});
     }
     await simulatorDb.collection('charges').deleteMany({});

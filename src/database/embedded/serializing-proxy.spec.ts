@@ -13,7 +13,11 @@ describe('SerializingProxy', () => {
   const clients: RawClient[] = [];
 
   async function startProxy(options: Partial<SerializingProxyOptions> = {}): Promise<void> {
-    proxy = await SerializingProxy.start({ upstream: { host: '127.0.0.1', port: upstream.port }, log: (line) => logs.push(line), ...options });
+    proxy = await SerializingProxy.start({
+      upstream: { host: '127.0.0.1', port: upstream.port },
+      log: (line) => logs.push(line),
+      ...options,
+    });
   }
   async function client(): Promise<RawClient> {
     const connection = await RawClient.connect(proxy.port);

@@ -2,16 +2,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { BSON } from 'mongodb';
 import { FifoLock } from './fifo-lock.js';
-import {
-  commandOf,
-  flagBits,
-  MessageFramer,
-  MORE_TO_COME,
-  opMsg,
-  replyOf,
-  withReplyDocument,
-  type WireMessage,
-} from './wire-protocol.js';
+import { commandOf, flagBits, MessageFramer, MORE_TO_COME, opMsg, replyOf, withReplyDocument, type WireMessage } from './wire-protocol.js';
 
 /**
  * A TCP proxy in front of the jongodb emulator that admits one transaction at
@@ -188,10 +179,12 @@ export class SerializingProxy {
       }
       for (const message of messages) {
         // One request at a time per connection, in order: the driver never pipelines.
-        queue = queue.then(() => this.route(message, forward, answer)).catch((error: unknown) => {
-          this.log(`closing a client connection: ${(error as Error).message}`);
-          closeBoth();
-        });
+        queue = queue
+          .then(() => this.route(message, forward, answer))
+          .catch((error: unknown) => {
+            this.log(`closing a client connection: ${(error as Error).message}`);
+            closeBoth();
+          });
       }
     });
     upstream.on('data', (chunk) => {

@@ -22,7 +22,12 @@ export class IdempotencyRecordResponse {
   @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'Goes up by one each time a failed attempt is restarted' })
   attempt: number;
 
-  @ApiProperty({ type: 'string', nullable: true, example: 'saved', description: "Where the operation's work stands (orders: e.g. `charged`, `saved`); null before the first checkpoint" })
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'saved',
+    description: "Where the operation's work stands (orders: e.g. `charged`, `saved`); null before the first checkpoint",
+  })
   recoveryPoint: string | null;
 
   // Inline rather than a class: OpenAPI 3.0 cannot make a $ref nullable without an allOf that tools read differently.
@@ -36,7 +41,12 @@ export class IdempotencyRecordResponse {
   })
   lease: { lockedAt: string; expiresAt: string } | null;
 
-  @ApiProperty({ type: 'integer', nullable: true, example: 201, description: 'Status of the stored response; null while pending or when nothing was stored' })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    example: 201,
+    description: 'Status of the stored response; null while pending or when nothing was stored',
+  })
   responseStatus: number | null;
 
   @ApiProperty({
@@ -74,7 +84,8 @@ export class ReleaseKeyResponse {
   @ApiProperty({
     enum: Object.keys(DECISIONS),
     example: 'abandoned',
-    description: '`completed` or `abandoned`: the reaper finished the attempt; `lost_lease`: someone else took it first; `error`: it could not reconcile and gave the key back; `skipped`: no reconciler for the operation',
+    description:
+      '`completed` or `abandoned`: the reaper finished the attempt; `lost_lease`: someone else took it first; `error`: it could not reconcile and gave the key back; `skipped`: no reconciler for the operation',
   })
   decision: string;
 }

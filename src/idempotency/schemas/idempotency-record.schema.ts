@@ -13,10 +13,7 @@ const LeaseSchema = new Schema(
   { _id: false },
 );
 
-const SealedBodySchema = new Schema(
-  { keyId: String, iv: Buffer, tag: Buffer, data: Buffer },
-  { _id: false },
-);
+const SealedBodySchema = new Schema({ keyId: String, iv: Buffer, tag: Buffer, data: Buffer }, { _id: false });
 
 const ResponseSchema = new Schema(
   {
@@ -47,7 +44,10 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
     subject: { type: String, default: null },
     response: { type: ResponseSchema, default: null },
     conflict: {
-      type: new Schema({ what: { type: String, required: true }, detail: { type: String, default: null }, at: { type: Date, required: true } }, { _id: false }),
+      type: new Schema(
+        { what: { type: String, required: true }, detail: { type: String, default: null }, at: { type: Date, required: true } },
+        { _id: false },
+      ),
       default: null,
     },
     createdAt: { type: Date, required: true },

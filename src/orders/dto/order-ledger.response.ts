@@ -23,6 +23,9 @@ export class LedgerEntryResponse {
 }
 
 export class OrderLedgerResponse {
-  @ApiProperty({ type: [LedgerEntryResponse], description: 'Empty until the order is saved; a saved order has one balanced journal of four lines' })
+  @ApiProperty({
+    type: [LedgerEntryResponse],
+    description: 'Empty until the order is saved; a saved order has one balanced journal of four lines',
+  })
   entries: LedgerEntryResponse[];
 }

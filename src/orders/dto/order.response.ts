@@ -43,11 +43,21 @@ export class OrderResponse {
   @ApiProperty({ type: [OrderItemResponse] })
   items: OrderItemResponse[];
 
-  @ApiProperty({ type: 'string', nullable: true, example: 'pay_0f2a9c4b7d1e4e8a9b3c5d6e7f8a9b0c', description: 'Set once the provider has charged' })
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'pay_0f2a9c4b7d1e4e8a9b3c5d6e7f8a9b0c',
+    description: 'Set once the provider has charged',
+  })
   paymentId: string | null;
 
   // null is listed in the enum too: OpenAPI 3.0.3 says `nullable` does not widen an `enum`.
-  @ApiProperty({ enum: [...Object.values(FAILURE), null], nullable: true, example: null, description: 'Why a `failed` order failed; null otherwise' })
+  @ApiProperty({
+    enum: [...Object.values(FAILURE), null],
+    nullable: true,
+    example: null,
+    description: 'Why a `failed` order failed; null otherwise',
+  })
   failureReason: string | null;
 
   @ApiProperty({ type: 'string', format: 'date-time' })

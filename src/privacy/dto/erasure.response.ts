@@ -14,7 +14,10 @@ export class ErasureCountsResponse {
 
 /** The documented shape of what ErasureController.erase returns. */
 export class ErasureResponse {
-  @ApiProperty({ example: 'era_5b0e7c52-1f4d-4a53-a3a4-2b9e8f1c6d70', description: 'Id of the audit record (which does not name the customer)' })
+  @ApiProperty({
+    example: 'era_5b0e7c52-1f4d-4a53-a3a4-2b9e8f1c6d70',
+    description: 'Id of the audit record (which does not name the customer)',
+  })
   erasureId: string;
 
   @ApiProperty({ type: 'string', format: 'date-time' })
