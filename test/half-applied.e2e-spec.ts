@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { OpenAPIV3 } from 'openapi-types';
-import { FaultInjector } from '../src/common/fault-injector.js';
 import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
 import { paidOrderJournal } from '../src/ledger/journal.js';
 import type { Order } from '../src/orders/order.js';
 import { orderView } from '../src/orders/order.view.js';
-import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway, ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
 import { responseCheck } from './support/openapi-check.js';
-import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
+import { auth, type TestApp } from './support/test-app.js';
 
 type Doc = { _id: string } & Record<string, unknown>;
 
@@ -20,30 +19,23 @@ type Doc = { _id: string } & Record<string, unknown>;
  * loudly - counted, alerted, visible - never a silent 500 loop.
  */
 describe('half-applied state: adopt what is exactly ours, surface the rest', () => {
+  let app: ControlledApp;
   let t: TestApp;
   let gateway: ControllableGateway;
   let reaper: IdempotencyReaper;
-  const faults = new ThrowingFaultInjector();
+  let faults: ThrowingFaultInjector;
 
   beforeAll(async () => {
-    t = await startApp({
+    app = await startControlledApp({
       dbName: 'test_half_applied',
-      override: (builder) =>
-        builder.overrideProvider(PaymentGateway).useClass(ControllableGateway).overrideProvider(FaultInjector).useValue(faults),
     });
-    gateway = t.app.get(PaymentGateway) as ControllableGateway;
-    reaper = t.app.get(IdempotencyReaper);
+    ({ t, gateway, reaper, faults } = app);
   });
-  beforeEach(async () => {
-    await t.reset();
-    gateway.reset();
-    faults.reset();
-  });
+  beforeEach(async () => app.reset());
   afterAll(async () => t.close());
 
-  const post = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
-  const expireLeases = () =>
-    t.db.collection('idempotency_records').updateMany({ status: 'pending' }, { $set: { 'lease.expiresAt': new Date(Date.now() - 1) } });
+  const post = (key: string) => app.post(key);
+  const expireLeases = () => app.expireLeases();
   const theOrder = async () => (await t.db.collection<Doc>('orders').findOne({})) as unknown as Order;
   const metric = async (series: string) => {
     const text = (await t.http().get('/metrics').expect(200)).text;

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
-import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
-import { FaultInjector } from '../src/common/fault-injector.js';
 import { ControllableGateway, ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
-import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
+import { auth, type TestApp } from './support/test-app.js';
 
 const LEASE_MS = 1000;
 // Long enough that no test crosses it by waiting: the tests end it by moving the record's time.
@@ -12,31 +11,24 @@ const RESUME_WINDOW_MS = 600_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('recovery: reaper and lease fencing', () => {
+  let app: ControlledApp;
   let t: TestApp;
   let gateway: ControllableGateway;
   let reaper: IdempotencyReaper;
-  const faults = new ThrowingFaultInjector();
+  let faults: ThrowingFaultInjector;
 
   beforeAll(async () => {
-    t = await startApp({
+    app = await startControlledApp({
       dbName: 'test_recovery',
       env: { IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS), IDEMPOTENCY_RESUME_WINDOW_MS: String(RESUME_WINDOW_MS) },
-      override: (builder) =>
-        builder.overrideProvider(PaymentGateway).useClass(ControllableGateway).overrideProvider(FaultInjector).useValue(faults),
     });
-    gateway = t.app.get(PaymentGateway) as ControllableGateway;
-    reaper = t.app.get(IdempotencyReaper);
+    ({ t, gateway, reaper, faults } = app);
   });
-  beforeEach(async () => {
-    await t.reset();
-    gateway.reset();
-    faults.reset();
-  });
+  beforeEach(async () => app.reset());
   afterAll(async () => t.close());
 
-  const post = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
-  const expireLeases = () =>
-    t.db.collection('idempotency_records').updateMany({ status: 'pending' }, { $set: { 'lease.expiresAt': new Date(Date.now() - 1) } });
+  const post = (key: string) => app.post(key);
+  const expireLeases = () => app.expireLeases();
   /** As if the resume window of every released record had passed without a retry. */
   const endResumeWindows = () =>
     t.db
