@@ -48,6 +48,20 @@ describe('model-based regressions', () => {
     ]);
   });
 
+  // Found by CI (the planted-defect run, any gateway): a retry after the erasure took over the erased
+  // attempt and was answered with the pseudonymized order. That request finished after its customer's
+  // erasure, so it leaves no tombstone (README): its late retry past retention is a new request.
+  it('a retry after the erasure finishes the erased attempt; past retention the same body is new', async () => {
+    await run([
+      new SendCommand(0, 'k-a', 0, 'before'),
+      new AdvanceClockCommand(PAST_LEASE),
+      new EraseCommand(0),
+      new SendCommand(0, 'k-a', 0, 'none'),
+      new AdvanceClockCommand(PAST_RETENTION),
+      new SendCommand(0, 'k-a', 0, 'none'),
+    ]);
+  });
+
   // Tombstones (README): the model refuses a late retry of an answered body that runs again, and
   // accepts a new request from another body and from the same body once its customer was erased.
   it.each([

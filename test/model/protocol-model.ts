@@ -33,6 +33,12 @@ interface KeyState {
    * fingerprint. Then 422 and a first final answer for any body are fine.
    */
   anyVariant?: boolean;
+  /**
+   * The final answer came from a record whose customer was erased while it
+   * was in flight (it names the pseudonym): that request finished after the
+   * erasure, so it leaves no tombstone (README, Tombstones).
+   */
+  answeredErased?: boolean;
 }
 
 export class Model {
@@ -54,6 +60,9 @@ export class Model {
 }
 
 type Cmd = fc.AsyncCommand<Model, ProtocolSystem>;
+
+/** The customer id an erasure leaves on orders (privacy/erasure.service.ts). */
+const PSEUDONYM = /"customerId":"erased_[0-9a-f]+"/;
 
 /** Judges one reply a client got for (key, variant); throws with the model's view when it is not allowed. */
 function judge(model: Model, key: string, variant: number, reply: Reply, crashed: boolean, outage: boolean): void {
@@ -100,7 +109,8 @@ function judge(model: Model, key: string, variant: number, reply: Reply, crashed
     return reply.replayed ? undefined : fail('the same answer again without Idempotent-Replayed');
   }
   if (state && !state.anyVariant && state.variant !== variant) return fail('another body got a final answer instead of 422');
-  model.keys.set(key, { variant, final: { status, body: reply.body } });
+  const answeredErased = state?.erased === true && PSEUDONYM.test(reply.body);
+  model.keys.set(key, { variant, final: { status, body: reply.body }, answeredErased });
 }
 
 export class SendCommand implements Cmd {
@@ -175,7 +185,7 @@ export class AdvanceClockCommand implements Cmd {
       }
       model.keys.delete(key);
       // An erased key's answer left no tombstone (the erasure removed it, or the record finished already erased).
-      if (!state.erased) model.tombstones.set(key, (model.tombstones.get(key) ?? new Set()).add(state.variant));
+      if (!state.erased && !state.answeredErased) model.tombstones.set(key, (model.tombstones.get(key) ?? new Set()).add(state.variant));
     }
   }
   toString = () => `advanceClock(${this.ms} ms)`;
