@@ -23,5 +23,6 @@ export const ERROR_STATUS: Record<string, number> = {
   card_declined: 402,
   payment_provider_unavailable: 503,
   store_unavailable: 503,
+  cache_invalidation_failed: 503,
   rate_limited: 429,
 };

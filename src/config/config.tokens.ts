@@ -15,6 +15,7 @@ export const idempotencyConfig = registerAs('idempotency', () => loadConfigurati
 export const reaperConfig = registerAs('reaper', () => loadConfiguration(process.env).reaper);
 export const outboxConfig = registerAs('outbox', () => loadConfiguration(process.env).outbox);
 export const paymentsConfig = registerAs('payments', () => loadConfiguration(process.env).payments);
+export const redisConfig = registerAs('redis', () => loadConfiguration(process.env).redis);
 
 export const allConfig = [
   appConfig,
@@ -25,6 +26,7 @@ export const allConfig = [
   reaperConfig,
   outboxConfig,
   paymentsConfig,
+  redisConfig,
 ];
 
 export type AppConfig = ConfigType<typeof appConfig>;
@@ -35,3 +37,4 @@ export type IdempotencyConfig = ConfigType<typeof idempotencyConfig>;
 export type ReaperConfig = ConfigType<typeof reaperConfig>;
 export type OutboxConfig = ConfigType<typeof outboxConfig>;
 export type PaymentsConfig = ConfigType<typeof paymentsConfig>;
+export type RedisConfig = ConfigType<typeof redisConfig>;

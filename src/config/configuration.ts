@@ -219,6 +219,35 @@ class EnvironmentVariables {
 
   @IsBoolean()
   BENCH_DISABLE_IDEMPOTENCY: boolean = false;
+
+  // Optional fast path (issue 16): unset = MongoDB only. Never the store of record.
+  @IsOptional()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  REDIS_URL?: string;
+
+  // Bound on one Redis call; past it the request asks MongoDB instead.
+  @IsInt()
+  @Min(1)
+  @Max(5000)
+  REDIS_COMMAND_TIMEOUT_MS: number = 25;
+
+  // Share of failed Redis calls (in a rolling 10 s window) that opens the circuit.
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  REDIS_BREAKER_ERROR_PERCENT: number = 50;
+
+  // Calls in the window before the circuit may open at all.
+  @IsInt()
+  @Min(1)
+  @Max(10000)
+  REDIS_BREAKER_VOLUME_THRESHOLD: number = 10;
+
+  // How long an open circuit skips Redis before one trial call (half-open).
+  @IsInt()
+  @Min(100)
+  @Max(600000)
+  REDIS_BREAKER_RESET_MS: number = 5000;
 }
 
 export class ConfigurationError extends Error {
@@ -334,6 +363,16 @@ export interface PaymentsSettings {
   retryAfterSeconds: number;
 }
 
+/** The optional Redis fast path in front of the idempotency records (never their store of record). */
+export interface RedisSettings {
+  /** Unset: the fast path is off and every look-up goes to MongoDB. */
+  url?: string;
+  commandTimeoutMs: number;
+  breakerErrorPercent: number;
+  breakerVolumeThreshold: number;
+  breakerResetMs: number;
+}
+
 export interface Configuration {
   app: AppSettings;
   http: HttpSettings;
@@ -343,6 +382,7 @@ export interface Configuration {
   reaper: ReaperSettings;
   outbox: OutboxSettings;
   payments: PaymentsSettings;
+  redis: RedisSettings;
 }
 
 /** Documented in README and .env.example; never valid in production. */
@@ -439,6 +479,13 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       simulatorDbName: env.PAYMENT_SIMULATOR_DB_NAME,
       simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
+    },
+    redis: {
+      url: env.REDIS_URL,
+      commandTimeoutMs: env.REDIS_COMMAND_TIMEOUT_MS,
+      breakerErrorPercent: env.REDIS_BREAKER_ERROR_PERCENT,
+      breakerVolumeThreshold: env.REDIS_BREAKER_VOLUME_THRESHOLD,
+      breakerResetMs: env.REDIS_BREAKER_RESET_MS,
     },
   };
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
+import { IdempotencyFastPath } from './fast-path/idempotency-fast-path.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { StoredResponses } from './stored-responses.js';
 import { subjectDigest } from './subject.js';
@@ -16,7 +17,19 @@ export class IdempotencyErasure {
     private readonly tombstones: TombstoneRepository,
     private readonly responses: StoredResponses,
     private readonly clock: Clock,
+    private readonly fastPath: IdempotencyFastPath,
   ) {}
+
+  /**
+   * After the erasure transaction committed (never inside it: the body may
+   * run again, and a cache read before the commit would warm the old answer
+   * back): the subject's cached answers in Redis become unreadable. Throws
+   * CacheInvalidationFailedError (503) when Redis cannot be told; repeating
+   * the erasure is safe.
+   */
+  forgetCached(tenant: string, subject: string): Promise<void> {
+    return this.fastPath.forgetSubject(tenant, subject);
+  }
 
   /**
    * Inside the caller's transaction: every stored response of the subject

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
 import { IDEMPOTENT_OPTIONS, type IdempotentOptions } from './idempotent.decorator.js';
 import { idempotencyKeyHeader, parseIdempotencyKey } from './idempotency-key.js';
+import type { StoreDownPolicy } from './store-down-policy.js';
 
 /** What a keyed handler receives: the validated client key and the route's declaration. */
 export interface IdempotencyKeyContext {
@@ -11,6 +12,7 @@ export interface IdempotencyKeyContext {
   operation: string;
   ttlSeconds?: number;
   schemaVersion: number;
+  onStoreDown?: StoreDownPolicy;
   method: string;
   route: string;
 }
@@ -40,6 +42,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
       operation: options.operation,
       ttlSeconds: options.ttlSeconds,
       schemaVersion: options.schemaVersion ?? 1,
+      onStoreDown: options.onStoreDown ?? 'closed',
       method: request.method,
       route: request.routeOptions.url ?? request.url,
     };

@@ -9,6 +9,8 @@ import { IdempotencyReaper } from './idempotency-reaper.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
+import { IdempotencyFastPath } from './fast-path/idempotency-fast-path.js';
+import { RedisCache } from './fast-path/redis-cache.js';
 import { StoredResponses } from './stored-responses.js';
 import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
 import { IdempotencyTombstoneSchema, IDEMPOTENCY_TOMBSTONE_MODEL } from './schemas/idempotency-tombstone.schema.js';
@@ -44,6 +46,8 @@ import { TombstoneRepository } from './tombstone.repository.js';
     IdempotencyReaper,
     IdempotencyAdminService,
     InFlightWaiters,
+    RedisCache,
+    IdempotencyFastPath,
   ],
   exports: [IdempotencyService, IdempotencyAttempts, IdempotencyErasure, IdempotencyReaper],
 })

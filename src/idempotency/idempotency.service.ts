@@ -16,7 +16,7 @@ import {
   LeaseLostError,
   SubjectErasedError,
 } from './idempotency.errors.js';
-import type { IdempotencyRecord, Lease } from './idempotency-record.js';
+import type { IdempotencyRecord, IdempotentResponse, Lease } from './idempotency-record.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
 import { IdempotencyClaims } from './idempotency-claims.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
@@ -24,6 +24,8 @@ import { LateRetries } from './late-retries.js';
 import { decide } from './record-decision.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
+import { IdempotencyFastPath, type CachedAnswer } from './fast-path/idempotency-fast-path.js';
+import { runsWithoutGuard } from './store-down-policy.js';
 import { conflictRetryAfterSeconds, inFlightWaitBudgetMs, nextPollDelayMs } from './retry-after.js';
 import { resumableUntil } from './resume-window.js';
 import { scopeKey } from './scope-key.js';
@@ -50,6 +52,7 @@ export class IdempotencyService {
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     private readonly waiters: InFlightWaiters,
+    private readonly fastPath: IdempotencyFastPath,
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
     @Inject(appConfig.KEY) private readonly app: AppConfig,
   ) {}
@@ -69,21 +72,58 @@ export class IdempotencyService {
       ttlSeconds: key.ttlSeconds ?? this.config.ttlSeconds,
       fingerprint: fingerprintRequest(key.method, key.route, body),
       subject,
+      onStoreDown: key.onStoreDown ?? 'closed',
       receivedAt: this.clock.now(),
     };
   }
 
   async execute(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
     if (this.app.benchDisableIdempotency) return this.executeUnguarded(request, work);
+    try {
+      return await this.guarded(request, work);
+    } catch (error) {
+      if (!runsWithoutGuard(request.onStoreDown, work, error)) throw error;
+      // @Idempotent({ onStoreDown: 'open' }): the route's own writes are naturally idempotent; nothing is recorded.
+      this.count(request, 'unguarded_store_down');
+      return { response: await work.withoutGuard!(), replayed: false, keyExpiresAt: this.clock.now() };
+    }
+  }
+
+  private async guarded(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
     const recordId = this.recordIdFor(request);
+    // The optional Redis fast path answers what it can vouch for; MongoDB decides the rest.
+    const cached = await this.fastPath.answer(recordId, request);
+    const answered = this.onCached(cached, request);
+    if (answered) return answered;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       // Read first: a replay costs one look-up, not an aborted claim transaction.
       const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
+      // Already waited its budget on Redis: a key MongoDB confirms in flight is answered 409 without waiting again.
+      if (
+        cached?.kind === 'still_in_flight' &&
+        round === 0 &&
+        record &&
+        decide(record, request.fingerprint, this.clock.now()) === 'in_flight'
+      ) {
+        this.count(request, 'in_flight_conflict');
+        throw new IdempotencyKeyInUseError(conflictRetryAfterSeconds(record.lease?.expiresAt ?? null, this.clock.now()));
+      }
       const result = await this.onRecord(record, recordId, request, work);
       if (result) return result;
     }
     // Every round lost a race: the key is hot; tell the client to come back.
     throw new IdempotencyKeyInUseError(1);
+  }
+
+  /** The fast path's own answers: a replay or a 422; null to ask MongoDB. */
+  private onCached(cached: CachedAnswer | null, request: IdempotentRequest): IdempotentResult | null {
+    if (cached?.kind === 'mismatch') {
+      this.count(request, 'payload_mismatch');
+      throw new IdempotencyKeyReusedError();
+    }
+    if (cached?.kind !== 'replay') return null;
+    this.count(request, 'replayed');
+    return cached.result;
   }
 
   /**
@@ -139,7 +179,7 @@ export class IdempotencyService {
         throw new IdempotencyKeyReusedError();
       case 'replay':
         this.count(request, 'replayed');
-        return this.replay(record);
+        return this.replay(record, request);
       case 'in_flight':
         return this.waitForLease(record, request);
       case 'take_over':
@@ -228,8 +268,10 @@ export class IdempotencyService {
   private async drive(request: IdempotentRequest, lease: Lease, work: IdempotentWork, outcome: string): Promise<IdempotentResult | null> {
     this.count(request, outcome);
     this.waiters.begin(lease.recordId);
+    await this.fastPath.started(request, lease);
+    let response: IdempotentResponse | null = null;
     try {
-      const response = await work.resume(lease);
+      response = await work.resume(lease);
       return { response, replayed: false, keyExpiresAt: lease.keyExpiresAt };
     } catch (error) {
       if (error instanceof LeaseLostError) {
@@ -248,13 +290,16 @@ export class IdempotencyService {
       if (!released) this.logger.warn(`Could not release lease after failure on ${request.operation}`);
       throw error;
     } finally {
+      await this.fastPath.finished(request, lease, response);
       // Wake this instance's duplicates waiting on the key: one read each tells them the outcome.
       this.waiters.end(lease.recordId);
     }
   }
 
-  private replay(record: IdempotencyRecord): IdempotentResult {
-    return { response: this.responses.open(record), replayed: true, keyExpiresAt: record.expiresAt };
+  private async replay(record: IdempotencyRecord, request: IdempotentRequest): Promise<IdempotentResult> {
+    const response = this.responses.open(record);
+    await this.fastPath.remember(request, record);
+    return { response, replayed: true, keyExpiresAt: record.expiresAt };
   }
 
   private count(request: IdempotentRequest, outcome: string): void {

@@ -1,6 +1,7 @@
 import type { ClientSession } from 'mongoose';
 import type { Fingerprint } from './fingerprint.js';
 import type { IdempotentResponse, Lease } from './idempotency-record.js';
+import type { StoreDownPolicy } from './store-down-policy.js';
 
 export interface IdempotentRequest {
   tenant: string;
@@ -13,6 +14,8 @@ export interface IdempotentRequest {
   subject?: string;
   /** When the request arrived (the Clock's time): an erasure of its subject after that stops it. */
   receivedAt: Date;
+  /** The route's choice when MongoDB is unreachable (@Idempotent({ onStoreDown })); 'closed' when absent. */
+  onStoreDown?: StoreDownPolicy;
 }
 
 /** A consumer's work, split where the claim transaction ends. */
@@ -25,6 +28,12 @@ export interface IdempotentWork {
    * lease is released and the record stays resumable.
    */
   resume(lease: Lease): Promise<IdempotentResponse>;
+  /**
+   * Only for routes declared `onStoreDown: 'open'`, whose own writes are
+   * naturally idempotent: the whole operation, run when the idempotency store
+   * is unreachable. Nothing is recorded and nothing will be replayed.
+   */
+  withoutGuard?(): Promise<IdempotentResponse>;
 }
 
 export interface IdempotentResult {

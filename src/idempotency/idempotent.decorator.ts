@@ -1,6 +1,7 @@
 import { SetMetadata, UseInterceptors, applyDecorators } from '@nestjs/common';
 import { ApiHeader, ApiResponse } from '@nestjs/swagger';
 import { IdempotencyKeyInterceptor } from './idempotency-key.interceptor.js';
+import type { StoreDownPolicy } from './store-down-policy.js';
 
 export interface IdempotentOptions {
   /** Stable operation name, part of the scope key (e.g. `orders.create`). */
@@ -9,6 +10,13 @@ export interface IdempotentOptions {
   ttlSeconds?: number;
   /** Bump when the response body changes shape: new keys are stored under it; keys already used keep their record. */
   schemaVersion?: number;
+  /**
+   * When MongoDB, the store of record, is unreachable: 'closed' (default)
+   * answers 503 + Retry-After and runs nothing - the only choice for anything
+   * that moves money; 'open' runs the work's `withoutGuard` instead, for a
+   * route whose own writes are naturally idempotent (a PUT of a whole value).
+   */
+  onStoreDown?: StoreDownPolicy;
 }
 
 export const IDEMPOTENT_OPTIONS = 'idempotency:options';

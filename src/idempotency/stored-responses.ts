@@ -19,7 +19,7 @@ export class StoredResponses {
     return { status: response.status, headers: response.headers, body: this.cipher.seal(response.body, recordId), schemaVersion };
   }
 
-  open(record: IdempotencyRecord): IdempotentResponse {
+  open(record: Pick<IdempotencyRecord, '_id' | 'response'>): IdempotentResponse {
     const stored = record.response!;
     return { status: stored.status, headers: stored.headers, body: this.cipher.open(stored.body, record._id) };
   }

@@ -158,6 +158,19 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly cacheRequests = new Counter({
+    name: 'idempotency_cache_requests_total',
+    help: 'Calls to the optional Redis fast path by call (lookup, wait, store, mark, clear, invalidate) and result (hit, miss, ok, error, timeout, skipped_open_circuit)',
+    labelNames: ['call', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly cacheCircuitState = new Gauge({
+    name: 'idempotency_cache_circuit_state',
+    help: "The Redis fast path's circuit breaker: 0 closed (in use), 1 half-open (one trial call), 2 open (MongoDB only)",
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -26,9 +26,9 @@ export class ErasureService {
     private readonly clock: Clock,
   ) {}
 
-  eraseCustomer(tenant: string, customerId: string): Promise<Erasure> {
+  async eraseCustomer(tenant: string, customerId: string): Promise<Erasure> {
     const pseudonym = `erased_${randomBytes(12).toString('hex')}`;
-    return this.transactions.run(async (session) => {
+    const erasure = await this.transactions.run(async (session) => {
       const erasure: Erasure = {
         _id: `era_${randomUUID()}`,
         tenant,
@@ -44,5 +44,7 @@ export class ErasureService {
       await this.erasures.record(session, erasure);
       return erasure;
     });
+    await this.idempotency.forgetCached(tenant, customerId);
+    return erasure;
   }
 }

@@ -2,6 +2,7 @@
 // file through the environment. Uses the same resolver as `npm start`
 // (src/database/embedded-mongo.ts, built by `pretest`).
 import { EMULATOR_GAPS, resolveMongoBackend } from '../../dist/src/database/embedded-mongo.js';
+import { findRedisServer, startRedisServer } from '../../dist/bench/redis-server.js';
 
 export default async function globalSetup() {
   const backend = await resolveMongoBackend(process.env);
@@ -9,6 +10,18 @@ export default async function globalSetup() {
   process.env.MONGODB_URI = backend.uri;
   process.env.TEST_MONGO_BACKEND = backend.kind;
   if (backend.unserializedUri) process.env.TEST_MONGO_UNSERIALIZED_URI = backend.unserializedUri;
+  // The Redis fast path (issue 16): one real redis-server for the run, or its tests are skipped with the reason.
+  const redis = findRedisServer();
+  let redisLine;
+  if ('binary' in redis) {
+    const server = await startRedisServer();
+    globalThis.__REDIS_SERVER__ = server;
+    process.env.TEST_REDIS_URL = server.url;
+    redisLine = ` Redis for the fast-path runs: redis-server at ${server.url} (nothing persisted)`;
+  } else {
+    delete process.env.TEST_REDIS_URL;
+    redisLine = ` Redis fast-path runs SKIPPED: ${redis.missing}`;
+  }
   const banner = [
     '',
     '='.repeat(78),
@@ -18,6 +31,7 @@ export default async function globalSetup() {
       ? ` What it cannot prove: ${EMULATOR_GAPS}.\n` +
         ' Every test runs; true snapshot-isolation interleavings are judged by the hosted CI on a real replica set.'
       : ' Real storage engine: every test runs.',
+    redisLine,
     '='.repeat(78),
     '',
   ];

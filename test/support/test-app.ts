@@ -3,6 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import type { Db } from 'mongodb';
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
 import { configureApp, createAdapter, NEST_APP_OPTIONS } from '../../src/app.setup.js';
@@ -18,6 +19,10 @@ export interface TestApp {
   http: () => ReturnType<typeof request>;
   db: Db;
   simulatorDb: Db;
+  /** A client of the app's Redis when it runs with the fast path (REDIS_URL), else null. */
+  redis: Redis | null;
+  /** Empties the app's keys in Redis (fast path on); a no-op without it. */
+  resetCache(): Promise<void>;
   /** Empties every collection of this file's databases (the emulator has no dropDatabase). */
   reset(): Promise<void>;
   close(): Promise<void>;
@@ -67,7 +72,14 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
   const connection = app.get<Connection>(getConnectionToken());
   const db = connection.db as unknown as Db;
   const simulatorDb = connection.getClient().db(env.PAYMENT_SIMULATOR_DB_NAME);
+  // The fast path mirrors this database: emptied with it, or a cached answer would outlive its record.
+  const redis = env.REDIS_URL ? new Redis(env.REDIS_URL, { maxRetriesPerRequest: 1 }) : null;
+  const resetCache = async () => {
+    const keys = redis ? await redis.keys(`idem:${options.dbName}:*`) : [];
+    if (keys.length > 0) await redis!.del(...keys);
+  };
   const reset = async () => {
+    await resetCache();
     for (const name of [
       'idempotency_records',
       'idempotency_subjects',
@@ -88,8 +100,13 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     http: () => request(app.getHttpServer()),
     db,
     simulatorDb,
+    redis,
+    resetCache,
     reset,
-    close: () => app.close(),
+    close: async () => {
+      redis?.disconnect();
+      await app.close();
+    },
   };
 }
 

@@ -1,0 +1,147 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import CircuitBreaker from 'opossum';
+import { redisConfig, type RedisConfig } from '../../config/config.tokens.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
+
+/** How a Redis call failed; `idempotency_cache_requests_total{call,result}` counts them (callers count their successes). */
+export type CacheCallFailure = 'error' | 'timeout' | 'skipped_open_circuit';
+
+const CIRCUIT_STATE = { closed: 0, half_open: 1, open: 2 } as const;
+
+/** Deletes the in-flight marker only while it is still ours (a taken-over attempt's marker is not). */
+const DELETE_IF_OWNED = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/**
+ * The Redis connection of the fast path, behind a circuit breaker (opossum).
+ * Every call is time-boxed (REDIS_COMMAND_TIMEOUT_MS) and resolves to null
+ * when Redis fails, times out or the circuit is open: callers then ask
+ * MongoDB, the store of record. No offline queue (a command while
+ * disconnected fails at once instead of waiting for a reconnect), one
+ * attempt per command; reconnection runs in the background with capped backoff.
+ */
+@Injectable()
+export class RedisCache implements OnModuleDestroy {
+  private readonly logger = new Logger(RedisCache.name);
+  private readonly client: Redis | null;
+  private readonly breaker: CircuitBreaker<[() => Promise<unknown>], unknown> | null;
+  private lastErrorLog = 0;
+
+  constructor(
+    @Inject(redisConfig.KEY) config: RedisConfig,
+    private readonly metrics: MetricsService,
+  ) {
+    if (!config.url) {
+      this.client = null;
+      this.breaker = null;
+      return;
+    }
+    this.client = new Redis(config.url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: config.commandTimeoutMs,
+      connectTimeout: Math.max(1000, config.commandTimeoutMs),
+      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
+      lazyConnect: false,
+    });
+    this.client.on('error', (error: Error) => this.logRateLimited(`Redis: ${error.message}`));
+    this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => call(), {
+      name: 'idempotency-cache',
+      timeout: config.commandTimeoutMs,
+      errorThresholdPercentage: config.breakerErrorPercent,
+      volumeThreshold: config.breakerVolumeThreshold,
+      resetTimeout: config.breakerResetMs,
+      rollingCountTimeout: 10_000,
+    });
+    this.metrics.cacheCircuitState.set(CIRCUIT_STATE.closed);
+    this.breaker.on('open', () => this.onCircuit('open'));
+    this.breaker.on('halfOpen', () => this.onCircuit('half_open'));
+    this.breaker.on('close', () => this.onCircuit('closed'));
+  }
+
+  get enabled(): boolean {
+    return this.client !== null;
+  }
+
+  /**
+   * Values of these keys (null for a missing one) and the remaining life of
+   * `ttlOf` in ms (null: absent), in one round trip; null when Redis cannot answer now.
+   */
+  async read(call: string, keys: string[], ttlOf: string): Promise<{ values: (string | null)[]; ttlMs: number | null } | null> {
+    return this.run(call, async (client) => {
+      const replies = await client
+        .pipeline()
+        .mget(...keys)
+        .pttl(ttlOf)
+        .exec();
+      if (!replies || replies.some(([error]) => error)) throw replies?.find(([error]) => error)?.[0] ?? new Error('empty pipeline reply');
+      const ttl = replies[1][1] as number;
+      return { values: replies[0][1] as (string | null)[], ttlMs: ttl > 0 ? ttl : null };
+    });
+  }
+
+  /** Writes a value that expires after ttlMs; false when it was not written. */
+  async set(call: string, key: string, value: string, ttlMs: number): Promise<boolean> {
+    if (ttlMs <= 0) return false;
+    return (await this.run(call, (client) => client.set(key, value, 'PX', Math.ceil(ttlMs)))) === 'OK';
+  }
+
+  /** SET NX PX: true only if the key was absent and is now ours. */
+  async setIfAbsent(call: string, key: string, value: string, ttlMs: number): Promise<boolean> {
+    if (ttlMs <= 0) return false;
+    return (await this.run(call, (client) => client.set(key, value, 'PX', Math.ceil(ttlMs), 'NX'))) === 'OK';
+  }
+
+  /** Deletes key if it still holds value; false when Redis could not be asked. */
+  async deleteIfEqual(call: string, key: string, value: string): Promise<boolean> {
+    return (await this.run(call, (client) => client.eval(DELETE_IF_OWNED, 1, key, value))) !== null;
+  }
+
+  async increment(call: string, key: string): Promise<number | null> {
+    return this.run(call, (client) => client.incr(key));
+  }
+
+  /** Counts a call that Redis answered, as the caller judges it (hit, miss, ok). */
+  count(call: string, result: string): void {
+    this.metrics.cacheRequests.inc({ call, result });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.breaker?.shutdown();
+    this.client?.disconnect();
+  }
+
+  private async run<T>(call: string, command: (client: Redis) => Promise<T>): Promise<T | null> {
+    if (!this.client || !this.breaker) return null;
+    const client = this.client;
+    try {
+      return (await this.breaker.fire(() => command(client))) as T;
+    } catch (error) {
+      this.metrics.cacheRequests.inc({ call, result: classify(error) });
+      if (classify(error) !== 'skipped_open_circuit') this.logRateLimited(`Redis ${call} failed: ${(error as Error).message}`);
+      return null;
+    }
+  }
+
+  private onCircuit(state: keyof typeof CIRCUIT_STATE): void {
+    this.metrics.cacheCircuitState.set(CIRCUIT_STATE[state]);
+    const message = `Redis circuit ${state}: ${state === 'closed' ? 'fast path back on' : 'MongoDB only until it closes'}`;
+    if (state === 'open') this.logger.warn(message);
+    else this.logger.log(message);
+  }
+
+  /** Redis down means one failure per request: log one line a second at most. */
+  private logRateLimited(message: string): void {
+    const now = Date.now();
+    if (now - this.lastErrorLog < 1000) return;
+    this.lastErrorLog = now;
+    this.logger.warn(message);
+  }
+}
+
+function classify(error: unknown): CacheCallFailure {
+  const code = (error as { code?: unknown })?.code;
+  if (code === 'EOPENBREAKER') return 'skipped_open_circuit';
+  if (code === 'ETIMEDOUT' || /timed? ?out/i.test((error as Error)?.message ?? '')) return 'timeout';
+  return 'error';
+}
