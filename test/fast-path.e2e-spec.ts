@@ -1,0 +1,176 @@
+// The Redis fast path's own promises (issue 16), beyond the shared contract
+// suite: what it answers without MongoDB, and that it never answers wrongly -
+// another body is still 422, an erasure is never undone by a cached answer,
+// and an in-flight marker nobody clears cannot hold a key past MongoDB's word.
+import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
+import { subjectDigest } from '../src/idempotency/subject.js';
+import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
+import { ControllableGateway } from './support/controllable-gateway.js';
+import { findViolations } from './support/invariants.js';
+import { describeMode, redisMode } from './support/store-modes.js';
+import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+
+const mode = redisMode();
+const DB = 'test_fast_path';
+const recordId = (key: string) => `acme:orders-service:orders.create:key:${key}`;
+const entryKey = (key: string) => `idem:${DB}:resp:${recordId(key)}`;
+const markerKey = (key: string) => `idem:${DB}:mark:${recordId(key)}`;
+
+describeMode(mode, 'the Redis fast path', () => {
+  let t: TestApp;
+  let gateway: ControllableGateway;
+
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: DB,
+      env: { ...mode.env, IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '1500' },
+      override: (builder) => builder.overrideProvider(PaymentGateway).useClass(ControllableGateway),
+    });
+    gateway = t.app.get(PaymentGateway) as ControllableGateway;
+  });
+  beforeEach(async () => {
+    await t.reset();
+    gateway.reset();
+  });
+  afterAll(async () => t.close());
+
+  const post = (key: string, body: object = orderBody()) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+  const metric = async (pattern: RegExp) => Number(pattern.exec((await t.http().get('/metrics').expect(200)).text)?.[1] ?? 0);
+  const lookups = () => metric(/idempotency_store_duration_seconds_count\{operation="lookup"\} (\d+)/);
+  const waitReads = () => metric(/idempotency_store_duration_seconds_count\{operation="in_flight_wait"\} (\d+)/);
+
+  it('keeps the response sealed in Redis: no body in clear, only with the fingerprint and the record expiry', async () => {
+    const first = await post('k-sealed').expect(201);
+    const raw = await t.redis!.get(entryKey('k-sealed'));
+    expect(raw).not.toBeNull();
+    expect(raw).not.toContain(first.body.paymentId);
+    expect(raw).not.toContain('sku_1');
+    const record = await t.db.collection('idempotency_records').findOne({});
+    const entry = JSON.parse(raw!);
+    expect(entry.fp).toEqual(record!.fingerprint);
+    expect(entry.exp).toBe(record!.expiresAt.getTime());
+    const ttl = await t.redis!.pttl(entryKey('k-sealed'));
+    expect(Math.abs(Date.now() + ttl - record!.expiresAt.getTime())).toBeLessThan(5000);
+  });
+
+  it('a cached key and another body: 422 from the cache, no MongoDB look-up, nothing new in the database', async () => {
+    await post('k-other-body').expect(201);
+    const before = await lookups();
+    const res = await post('k-other-body', orderBody({ items: [{ sku: 'sku_2', quantity: 1, unitPriceMinor: 999 }] })).expect(422);
+    expect(res.body.code).toBe('idempotency_key_reused');
+    expect((await lookups()) - before).toBe(0);
+    // Another customer's body cannot be judged by the cache (its erasure generation was not read): MongoDB says 422 too.
+    await post('k-other-body', orderBody({ customerId: 'cus_other' })).expect(422);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 1 });
+  });
+
+  it('a replay from MongoDB warms the cache; the next replay is Redis only', async () => {
+    const first = await post('k-warm').expect(201);
+    await t.resetCache();
+    const fromMongo = await post('k-warm').expect(201);
+    expect(fromMongo.text).toBe(first.text);
+    expect(await t.redis!.exists(entryKey('k-warm'))).toBe(1);
+    const before = await lookups();
+    expect((await post('k-warm').expect(201)).text).toBe(first.text);
+    expect((await lookups()) - before).toBe(0);
+  });
+
+  it('an erasure makes the cached answer unreadable: the replay is the 410, also when a racing replay writes the old answer back', async () => {
+    const first = await post('k-erase', orderBody({ customerId: 'cus_forget' })).expect(201);
+    const cached = await t.redis!.get(entryKey('k-erase'));
+    expect(cached).not.toBeNull();
+    await t.http().delete('/v1/customers/cus_forget/data').set(auth()).expect(200);
+    // What a replay that read MongoDB just before the erasure would write just after it.
+    await t.redis!.set(entryKey('k-erase'), cached!, 'PX', 60_000);
+
+    const replay = await post('k-erase', orderBody({ customerId: 'cus_forget' })).expect(410);
+    expect(replay.body.code).toBe('response_erased');
+    expect(replay.text).not.toContain(first.body.id);
+    const record = await t.db.collection('idempotency_records').findOne({});
+    expect(record).toMatchObject({ status: 'complete', fingerprint: { algorithm: 'erased' }, subject: null });
+    expect(record!.response.status).toBe(410);
+    // The erased answer is what is cached now.
+    expect(JSON.parse((await t.redis!.get(entryKey('k-erase')))!).status).toBe(410);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+  });
+
+  it('an erasure whose cache invalidation cannot reach Redis answers 503 (retry it), and its retry succeeds', async () => {
+    await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(201);
+    // A value INCR refuses makes the invalidation fail as an unreachable Redis would: the erasure cannot tell the cache.
+    const key = `idem:${DB}:gen:${subjectDigest('acme', 'cus_down')}`;
+    await t.redis!.set(key, 'not-a-number');
+    const refused = await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(503);
+    expect(refused.body.code).toBe('cache_invalidation_failed');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // MongoDB's part is done already (the store of record), and the cached answer is not served (unreadable generation).
+    expect((await t.db.collection('idempotency_records').findOne({}))!.fingerprint).toEqual({ algorithm: 'erased', value: '' });
+    await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(410);
+    await t.redis!.del(key);
+    await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(200);
+  });
+
+  it('a duplicate waits on the marker in Redis, not on MongoDB, while the first request runs; one order', async () => {
+    const hold = gateway.holdNextCharge();
+    const first = post('k-marker').then((r) => r);
+    await hold.reached;
+    expect(await t.redis!.exists(markerKey('k-marker'))).toBe(1);
+    const [lookupsBefore, readsBefore] = [await lookups(), await waitReads()];
+    const second = post('k-marker').then((r) => r);
+    setTimeout(() => hold.release(), 400);
+    const [a, b] = await Promise.all([first, second]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    expect(b.text).toBe(a.text);
+    expect((await lookups()) - lookupsBefore).toBe(0);
+    expect((await waitReads()) - readsBefore).toBe(0);
+    expect(await t.redis!.exists(markerKey('k-marker'))).toBe(0);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [a.body.id], requireSettled: true })).toEqual([]);
+  });
+
+  it('a marker whose owner crashed never outlasts MongoDB: past the wait, the record (lease expired) is taken over and finished', async () => {
+    gateway.crashAfterNextCharge();
+    await post('k-dead-owner').expect(500);
+    // The crash left its lease (expired now) and, in Redis, a marker nobody will clear - long-lived, worst case.
+    await t.db.collection('idempotency_records').updateOne({}, { $set: { 'lease.expiresAt': new Date(Date.now() - 1) } });
+    const record = await t.db.collection('idempotency_records').findOne({});
+    await t.redis!.set(markerKey('k-dead-owner'), JSON.stringify({ owner: 'dead-worker', fp: record!.fingerprint }), 'PX', 60_000);
+    const order = await t.db.collection('orders').findOne({});
+
+    const started = Date.now();
+    const retry = await post('k-dead-owner').expect(201);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(retry.body.id).toBe(order!._id);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 1 });
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [retry.body.id], requireSettled: true })).toEqual([]);
+  });
+
+  it('a live marker and a live lease: 409 after the wait, confirmed by one MongoDB read, and the key still finishes once', async () => {
+    const hold = gateway.holdNextCharge();
+    const first = post('k-still-running').then((r) => r);
+    await hold.reached;
+    const before = await lookups();
+    const conflict = await post('k-still-running').expect(409);
+    expect(conflict.body.code).toBe('idempotency_key_in_use');
+    expect(conflict.headers['retry-after']).toBe('1');
+    expect((await lookups()) - before).toBe(1);
+    hold.release();
+    expect((await first).status).toBe(201);
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+  });
+
+  it('an entry past the record expiry is not served: MongoDB decides (here: the tombstone, not a new order)', async () => {
+    await post('k-expired').expect(201);
+    const raw = JSON.parse((await t.redis!.get(entryKey('k-expired')))!);
+    await t.db.collection('idempotency_records').updateOne({}, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.redis!.set(entryKey('k-expired'), JSON.stringify({ ...raw, exp: Date.now() - 1000 }), 'PX', 60_000);
+    const late = await post('k-expired').expect(409);
+    expect(late.body.code).toBe('idempotency_key_expired');
+    expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+  });
+});
