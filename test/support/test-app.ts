@@ -28,11 +28,15 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+type ModuleImport = NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>[number];
+
 export interface TestAppOptions {
   /** Unique per test file; must contain "test". */
   dbName: string;
   env?: Record<string, string>;
   override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  /** Extra modules booted beside AppModule (test-only routes; never a fake production route). */
+  imports?: ModuleImport[];
   /** Keep what the databases hold (a restart over the same data); default is to empty them. */
   keepData?: boolean;
 }
@@ -58,7 +62,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
   const saved = withEnv(env);
   let app: NestFastifyApplication;
   try {
-    let builder = Test.createTestingModule({ imports: [AppModule] });
+    let builder = Test.createTestingModule({ imports: [AppModule, ...(options.imports ?? [])] });
     if (options.override) builder = options.override(builder);
     const moduleRef = await builder.compile();
     const adapter = createAdapter(loadConfiguration(process.env).http);
