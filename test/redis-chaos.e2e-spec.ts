@@ -1,0 +1,109 @@
+// Redis is only a fast path (issue 16): killing it under load must not
+// break the contract. SIGKILL the redis-server while clients keep creating
+// and retrying orders; the service falls back to MongoDB (time-boxed calls,
+// circuit breaker), answers only 201 or the documented 409, creates and
+// charges nothing twice, and keeps every ledger balanced. Once Redis is back
+// and the circuit closes, replays are served from it again.
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { findRedisServer, startRedisServer, type RedisServer } from '../bench/redis-server.js';
+import { findViolations } from './support/invariants.js';
+import { describeMode, redisMode } from './support/store-modes.js';
+import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const KEYS = 24;
+const CLIENTS = 8;
+
+const shared = redisMode();
+const found = findRedisServer();
+// A server of its own to kill, never the run's shared one.
+const mode = 'missing' in found ? { ...shared, skip: found.missing } : shared;
+
+describeMode(mode, 'chaos: Redis killed under load', () => {
+  let redis: RedisServer;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    t = await startApp({
+      dbName: 'test_redis_chaos',
+      env: {
+        REDIS_URL: redis.url,
+        REDIS_BREAKER_RESET_MS: '500',
+        REDIS_BREAKER_VOLUME_THRESHOLD: '5',
+        PAYMENT_SIMULATOR_LATENCY_MS: '10',
+      },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await redis?.stop();
+  });
+
+  const metrics = async () => (await t.http().get('/metrics').expect(200)).text;
+  const series = (text: string, name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  const post = (key: number) =>
+    t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', `chaos-${key}`)
+      .send(orderBody({ customerId: `cus_${key}` }));
+
+  it('no 5xx, no second order or charge, balanced ledgers; the cache serves again once the circuit closes', async () => {
+    const answers: { key: number; status: number; id?: string; ms: number; retryAfter?: string }[] = [];
+    let running = true;
+    const client = async (offset: number) => {
+      for (let i = offset; running; i += CLIENTS) {
+        const key = i % KEYS;
+        const started = Date.now();
+        const res = await post(key);
+        answers.push({ key, status: res.status, id: res.body?.id, ms: Date.now() - started, retryAfter: res.headers['retry-after'] });
+      }
+    };
+    const load = Promise.all(Array.from({ length: CLIENTS }, (_, offset) => client(offset)));
+
+    await sleep(1500);
+    const beforeKill = answers.length;
+    await redis.kill();
+    await sleep(2000);
+    const duringOutage = answers.length - beforeKill;
+    const outage = await metrics();
+    await redis.restart();
+    await sleep(1500);
+    running = false;
+    await load;
+
+    // Redis was down: calls failed, then the circuit opened and skipped it.
+    expect(duringOutage).toBeGreaterThan(20);
+    expect(
+      series(outage, 'idempotency_cache_requests_total{call="lookup",result="skipped_open_circuit"}') +
+        series(outage, 'idempotency_cache_requests_total{call="lookup",result="error"}'),
+    ).toBeGreaterThan(0);
+    // Only the contract's answers: the order, or "still in flight" with a hint.
+    const unexpected = answers.filter((a) => a.status !== 201 && !(a.status === 409 && Number(a.retryAfter) >= 1));
+    expect(unexpected).toEqual([]);
+    // One order per key, whatever the path that answered.
+    const idsByKey = new Map<number, Set<string>>();
+    for (const a of answers.filter((answer) => answer.status === 201)) idsByKey.set(a.key, (idsByKey.get(a.key) ?? new Set()).add(a.id!));
+    for (const ids of idsByKey.values()) expect(ids.size).toBe(1);
+    const acknowledged = [...idsByKey.values()].map((ids) => [...ids][0]);
+    expect(await t.db.collection('orders').countDocuments()).toBe(acknowledged.length);
+    expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(acknowledged.length);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: acknowledged, requireSettled: true })).toEqual([]);
+
+    // Back: the circuit closes, a replay warms the empty Redis, the next one is a hit.
+    const deadline = Date.now() + 15_000;
+    while (series(await metrics(), 'idempotency_cache_circuit_state') !== 0 && Date.now() < deadline) {
+      await post(0);
+      await sleep(200);
+    }
+    expect(series(await metrics(), 'idempotency_cache_circuit_state')).toBe(0);
+    await post(1).expect(201);
+    const hits = series(await metrics(), 'idempotency_cache_requests_total{call="lookup",result="hit"}');
+    const replay = await post(1).expect(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(series(await metrics(), 'idempotency_cache_requests_total{call="lookup",result="hit"}')).toBe(hits + 1);
+    expect(await t.redis!.exists('idem:test_redis_chaos:resp:acme:orders-service:orders.create:key:chaos-1')).toBe(1);
+  }, 60_000);
+});
