@@ -106,7 +106,7 @@ export class RedisCache implements OnModuleDestroy {
     this.metrics.cacheRequests.inc({ call, result });
   }
 
-  async onModuleDestroy(): Promise<void> {
+  onModuleDestroy(): void {
     this.breaker?.shutdown();
     this.client?.disconnect();
   }
