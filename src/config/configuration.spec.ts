@@ -39,6 +39,19 @@ describe('loadConfiguration', () => {
     expect(problemsOf({ MONGODB_URI: 'http://x' })).toEqual([expect.stringMatching(/^MONGODB_URI: /)]);
   });
 
+  it('leaves the Redis fast path off unless REDIS_URL is set, with time-boxed calls and a breaker', () => {
+    expect(loadConfiguration({}).redis).toEqual({
+      url: undefined,
+      commandTimeoutMs: 25,
+      breakerErrorPercent: 50,
+      breakerVolumeThreshold: 10,
+      breakerResetMs: 5000,
+    });
+    expect(loadConfiguration({ REDIS_URL: 'rediss://cache:6380/0' }).redis.url).toBe('rediss://cache:6380/0');
+    expect(problemsOf({ REDIS_URL: 'http://cache' })).toEqual([expect.stringMatching(/^REDIS_URL: /)]);
+    expect(problemsOf({ REDIS_COMMAND_TIMEOUT_MS: '0' })).toEqual([expect.stringMatching(/^REDIS_COMMAND_TIMEOUT_MS: /)]);
+  });
+
   it('reads "false" as false', () => {
     expect(loadConfiguration({ REAPER_ENABLED: 'false' }).reaper.enabled).toBe(false);
   });
