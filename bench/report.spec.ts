@@ -3,6 +3,7 @@ import {
   EMULATOR_CAVEAT,
   computeRatios,
   findDuplicateOrders,
+  formatRedisComparison,
   formatReport,
   measuringWindowSeconds,
   parseResults,
@@ -273,5 +274,24 @@ describe('duplicate orders', () => {
       { recordId: 'k3', state: 'failed' },
     ]);
     expect(duplicates).toEqual([{ recordId: 'k2', liveOrders: 2 }]);
+  });
+});
+
+describe('formatRedisComparison (--redis)', () => {
+  it('pairs each scenario with its -redis run: req/s, p99 and CPU per request, before -> after', () => {
+    const lines = formatRedisComparison([
+      row('replay-c4', 'replay of completed keys', 4, 1000, { p99Ms: 10, cpuMsPerRequest: 0.5 }),
+      row('get-c4', 'GET /v1/orders/:id', 4, 2000),
+      row('replay-c4-redis', 'replay of completed keys [Redis]', 4, 1500, { p99Ms: 5, cpuMsPerRequest: 0.4 }),
+    ]);
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toContain('replay of completed keys');
+    expect(lines[1]).toContain('req/s 1000 -> 1500 (+50%)');
+    expect(lines[1]).toContain('p99 ms 10.0 -> 5.0 (-50%)');
+    expect(lines[1]).toContain('cpu ms/req 0.50 -> 0.40 (-20%)');
+  });
+
+  it('prints nothing for a run without Redis', () => {
+    expect(formatRedisComparison([row('replay-c4', 'replay', 4, 1000)])).toEqual([]);
   });
 });

@@ -274,6 +274,37 @@ export function formatRatioLine(ratio: Ratio): string {
   return `  ${ratio.label.padEnd(34)} ${value.padStart(6)}   (${ratio.numerator} / ${ratio.denominator})${target}`;
 }
 
+/** A scenario run again against the service with the Redis fast path (`--redis`) carries this suffix. */
+export const REDIS_ID_SUFFIX = '-redis';
+
+function change(before: number | null, after: number | null, digits: number): string {
+  if (before === null || after === null) return '-';
+  const delta = before === 0 ? '' : ` (${after >= before ? '+' : ''}${(((after - before) / before) * 100).toFixed(0)}%)`;
+  return `${before.toFixed(digits)} -> ${after.toFixed(digits)}${delta}`;
+}
+
+/**
+ * `--redis`: each scenario MongoDB only -> with the Redis fast path, side by
+ * side (req/s, p99, service CPU per request). Empty without Redis runs.
+ */
+export function formatRedisComparison(scenarios: readonly ScenarioResult[]): string[] {
+  const pairs = scenarios.flatMap((withRedis) => {
+    if (!withRedis.id.endsWith(REDIS_ID_SUFFIX)) return [];
+    const alone = scenarios.find((candidate) => candidate.id === withRedis.id.slice(0, -REDIS_ID_SUFFIX.length));
+    return alone ? [[alone, withRedis] as const] : [];
+  });
+  if (pairs.length === 0) return [];
+  return [
+    'Redis fast path: MongoDB only -> with Redis (service CPU only; redis-server not counted):',
+    ...pairs.map(
+      ([alone, withRedis]) =>
+        `  ${alone.title.padEnd(36)} c${String(alone.concurrency).padEnd(3)} req/s ${change(alone.reqPerSec, withRedis.reqPerSec, 0)}; ` +
+        `p99 ms ${change(alone.p99Ms, withRedis.p99Ms, 1)}; cpu ms/req ${change(alone.cpuMsPerRequest, withRedis.cpuMsPerRequest, 2)}`,
+    ),
+    '',
+  ];
+}
+
 /** The text printed at the end of a run (and re-printable from a results file). */
 export function formatReport(results: BenchResults): string {
   const header = row(COLUMNS.map((column) => column.title));
@@ -297,6 +328,7 @@ export function formatReport(results: BenchResults): string {
     'Ratios (service CPU per request; lower is cheaper):',
     ...results.ratios.filter((ratio) => ratio.basis === 'cpu').map(formatRatioLine),
     '',
+    ...formatRedisComparison(results.scenarios),
     formatChecksSummary(results),
   ];
   if (results.backend.kind === 'emulator') lines.push('', `CAVEAT: ${EMULATOR_CAVEAT}`);

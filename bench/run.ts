@@ -22,6 +22,7 @@ import {
   ratioDefinitions,
   resultsFileName,
   runPassed,
+  REDIS_ID_SUFFIX,
   scenarioId,
   serializeResults,
   RESULTS_SCHEMA_VERSION,
@@ -31,6 +32,7 @@ import {
 } from './report.js';
 import { cpuMeter } from './cpu.js';
 import { formatFrames, topFrames, type CpuProfile } from './profile.js';
+import { findRedisServer, startRedisServer } from './redis-server.js';
 import { startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
@@ -75,10 +77,13 @@ interface Settings {
   profile: boolean;
   /** --growth-sizes: record counts of the growth scenario (default by mode; on the emulator only when given). */
   growthSizes?: number[];
+  /** --redis: replay, 5% duplicates and hot key again against a service with the Redis fast path, side by side. */
+  redis: boolean;
 }
 
 const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth'] as const;
 type ScenarioFamily = (typeof FAMILIES)[number];
+const REDIS_FAMILIES: ScenarioFamily[] = ['replay', 'mixed', 'hot-key'];
 
 interface Bench {
   settings: Settings;
@@ -89,6 +94,8 @@ interface Bench {
   service: ServiceProcess;
   /** BENCH_DISABLE_IDEMPOTENCY=true: the same create work without the record. */
   layerOff: ServiceProcess;
+  /** --redis: the same service with REDIS_URL set (a redis-server of the run's own). */
+  redisService?: ServiceProcess;
   /** Prefix that keeps this run's keys apart from any other run's. */
   runId: string;
   backendKind: MongoBackend['kind'];
@@ -107,6 +114,7 @@ function readSettings(argv: string[]): Settings {
       only: { type: 'string' },
       profile: { type: 'boolean', default: false },
       'growth-sizes': { type: 'string' },
+      redis: { type: 'boolean', default: false },
     },
   });
   const quick = values.quick ?? false;
@@ -126,6 +134,7 @@ function readSettings(argv: string[]): Settings {
     only: values.only === undefined ? undefined : parseFamilies(values.only),
     profile: values.profile ?? false,
     growthSizes: values['growth-sizes'] === undefined ? undefined : parseLevels(values['growth-sizes'], 1_000_000),
+    redis: values.redis ?? false,
   };
 }
 
@@ -525,13 +534,26 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
     const results = [await run()].flat();
     for (const result of results) record(result, (Date.now() - started) / 1000 / results.length);
   };
-  const wanted = (family: ScenarioFamily) => !bench.settings.only || bench.settings.only.includes(family);
+  // --redis alone: only the scenarios the fast path serves (replay, duplicates, hot key); --only overrides.
+  const only = bench.settings.only ?? (bench.redisService ? REDIS_FAMILIES : undefined);
+  const wanted = (family: ScenarioFamily) => !only || only.includes(family);
+  /** The same scenario again on the Redis service, recorded under the `-redis` id. */
+  const alsoWithRedis = async (run: (target: Bench) => Promise<ScenarioResult | ScenarioResult[]>) => {
+    await timed(() => run(bench));
+    if (!bench.redisService) return;
+    const withRedis: Bench = { ...bench, service: bench.redisService, runId: `${bench.runId}r` };
+    await timed(async () =>
+      [await run(withRedis)]
+        .flat()
+        .map((result) => ({ ...result, id: `${result.id}${REDIS_ID_SUFFIX}`, title: `${result.title} [Redis]` })),
+    );
+  };
   if (wanted('floor')) for (const concurrency of bench.levels) await timed(() => floor(bench, concurrency));
   if (wanted('create')) for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'on'));
   if (wanted('layer-off')) for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'off'));
-  if (wanted('replay')) await timed(() => replayAndGet(bench));
-  if (wanted('mixed')) await timed(() => mixedDuplicates(bench));
-  if (wanted('hot-key')) await timed(() => hotKey(bench));
+  if (wanted('replay')) await alsoWithRedis(replayAndGet);
+  if (wanted('mixed')) await alsoWithRedis(mixedDuplicates);
+  if (wanted('hot-key')) await alsoWithRedis(hotKey);
   if (wanted('growth')) await timed(() => growth(bench));
 }
 
@@ -553,6 +575,21 @@ async function reportProfiles(services: ServiceProcess[], dir: string): Promise<
 }
 
 const profileFolder = (name: string) => name.replace(/[^a-z0-9]+/gi, '-').replace(/-$/, '');
+
+/** --redis: a redis-server of the run's own, and a third service (layer on) using it. */
+async function startRedisService(
+  options: Omit<Parameters<typeof startService>[0], 'name' | 'disableIdempotency'>,
+  cleanups: (() => Promise<void>)[],
+): Promise<ServiceProcess> {
+  const found = findRedisServer();
+  if ('missing' in found) throw new Error(`--redis: ${found.missing}`);
+  const redis = await startRedisServer();
+  cleanups.push(() => redis.stop());
+  const service = await startService({ ...options, name: 'service (layer on, Redis)', disableIdempotency: false, redisUrl: redis.url });
+  cleanups.push(() => service.stop());
+  console.log(`  with Redis: ${service.baseUrl} -> redis-server ${redis.url} (idle CPU ${service.idleCpuMsPerSecond.toFixed(1)} ms/s)`);
+  return service;
+}
 
 async function main(): Promise<number> {
   const settings = readSettings(process.argv.slice(2));
@@ -595,6 +632,7 @@ async function main(): Promise<number> {
     if (failed) throw failed.reason;
     const [service, layerOff] = services.flatMap((started) => (started.status === 'fulfilled' ? [started.value] : []));
     console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
+    const redisService = settings.redis ? await startRedisService(serviceOptions, cleanups) : undefined;
     console.log(
       `  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`,
     );
@@ -608,7 +646,16 @@ async function main(): Promise<number> {
     if (!settings.levels && levels !== DEFAULT_LEVELS) {
       console.log(`  (emulator, quick: concurrency ${levels.join(', ')} instead of ${DEFAULT_LEVELS.join(', ')}; --concurrency overrides)`);
     }
-    const bench: Bench = { settings, levels, store, service, layerOff, runId: randomBytes(4).toString('hex'), backendKind: backend.kind };
+    const bench: Bench = {
+      settings,
+      levels,
+      store,
+      service,
+      layerOff,
+      redisService,
+      runId: randomBytes(4).toString('hex'),
+      backendKind: backend.kind,
+    };
     const scenarios: ScenarioResult[] = [];
     console.log(`Running (${settings.mode}: ${settings.durationSeconds} s per scenario, ${settings.warmupSeconds} s warm-up)...`);
     await runScenarios(bench, (result, seconds) => {

@@ -25,6 +25,8 @@ export interface ServiceOptions {
   disableIdempotency: boolean;
   paymentLatencyMs: number;
   apiKeys: string;
+  /** The Redis fast path (REDIS_URL); MongoDB only when absent. */
+  redisUrl?: string;
   /** Write a V8 CPU profile of the process into this folder when it exits. */
   cpuProfileDir?: string;
 }
@@ -53,6 +55,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     SHUTDOWN_GRACE_MS: '2000',
   };
   delete env.FAULT_CRASH_AT;
+  if (options.redisUrl) env.REDIS_URL = options.redisUrl;
+  else delete env.REDIS_URL;
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
   const child = spawn(process.execPath, [...profile, join(options.root, 'dist', 'src', 'main.js')], {
     cwd: options.root,
