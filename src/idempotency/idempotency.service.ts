@@ -268,9 +268,9 @@ export class IdempotencyService {
   private async drive(request: IdempotentRequest, lease: Lease, work: IdempotentWork, outcome: string): Promise<IdempotentResult | null> {
     this.count(request, outcome);
     this.waiters.begin(lease.recordId);
-    await this.fastPath.started(request, lease);
     let response: IdempotentResponse | null = null;
     try {
+      await this.fastPath.started(request, lease);
       response = await work.resume(lease);
       return { response, replayed: false, keyExpiresAt: lease.keyExpiresAt };
     } catch (error) {
