@@ -1,6 +1,8 @@
 // The same contract, twice: MongoDB alone, and with the optional Redis fast
-// path in front of it (issue 16). The Redis run needs the redis-server the
-// globalSetup starts; without one it is skipped, and says why.
+// path in front of it (issue 16). A suite reads its mode with
+// currentStoreMode(); a wrapper file sets another one and imports it. The
+// Redis run needs the redis-server the globalSetup starts; without one it is
+// skipped, and says why.
 import { describe } from '@jest/globals';
 
 export interface StoreMode {
@@ -21,7 +23,17 @@ export function redisMode(): StoreMode {
     : { name: 'Redis fast path', env: {}, redis: true, skip: 'no redis-server on this machine (see the run banner)' };
 }
 
-export const STORE_MODES: StoreMode[] = [MONGO_ONLY, redisMode()];
+let current: StoreMode = MONGO_ONLY;
+
+/** Set by a wrapper file before it imports a suite, so the suite runs in that mode (test/idempotency.redis.e2e-spec.ts). */
+export function useStoreMode(mode: StoreMode): void {
+  current = mode;
+}
+
+/** MongoDB only, unless a wrapper chose another mode. */
+export function currentStoreMode(): StoreMode {
+  return current;
+}
 
 /** describe(), or describe.skip() with the reason in its title when the mode cannot run here. */
 export function describeMode(mode: StoreMode, title: string, body: () => void): void {
