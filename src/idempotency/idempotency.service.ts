@@ -5,9 +5,9 @@ import { Clock } from '../common/clock.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { deriveClaimId } from './claim-id.js';
-import { fingerprintRequest } from './fingerprint.js';
+import { fingerprintRequest, isErasedFingerprint } from './fingerprint.js';
 import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
-import type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
+import type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './idempotent-work.js';
 import {
   AttemptAbandonedError,
   DuplicateClaimError,
@@ -31,6 +31,12 @@ import { scopeKey } from './scope-key.js';
 export type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
 
 const MAX_ROUNDS = 4;
+
+/** What the look-up before validation found: a stored answer for this very body, or the record to start from. */
+export interface EarlyLookup {
+  replay: IdempotentResult | null;
+  owner?: PrefetchedOwner;
+}
 
 /**
  * The idempotency protocol: claim, replay, conflict, take over, restart.
@@ -70,15 +76,40 @@ export class IdempotencyService {
       fingerprint: fingerprintRequest(key.method, key.route, body),
       subject,
       receivedAt: this.clock.now(),
+      prefetched: key.prefetched,
     };
+  }
+
+  /**
+   * The key's look-up, made before the body is validated. When the record
+   * holds a stored answer for this exact body (the fingerprint of the parsed
+   * body: a body that matches a stored fingerprint passed validation when it
+   * was first sent), that answer is the reply: a replay costs one read, not a
+   * validation and a handler. Anything else (a new key, another body, work
+   * in flight, an erased record, whose answer a body that fails validation
+   * must not get) goes through validation and execute(), which starts
+   * from the record read here.
+   */
+  async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
+    if (this.app.benchDisableIdempotency) return { replay: null };
+    const scope = { tenant, operation: key.operation, clientKey: key.clientKey };
+    const record = await this.metrics.timeStore('lookup', () => this.findOwner(this.recordIdFor(scope), scope));
+    const fingerprint = fingerprintRequest(key.method, key.route, body);
+    if (record && !isErasedFingerprint(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
+      this.metrics.idempotencyOutcomes.inc({ operation: key.operation, outcome: 'replayed' });
+      return { replay: this.replay(record) };
+    }
+    return { replay: null, owner: { record } };
   }
 
   async execute(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
     if (this.app.benchDisableIdempotency) return this.executeUnguarded(request, work);
     const recordId = this.recordIdFor(request);
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      // Read first: a replay costs one look-up, not an aborted claim transaction.
-      const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
+      // Read first: a replay costs one look-up, not an aborted claim transaction. The first round may
+      // start from the record read before validation.
+      const prefetched = round === 0 ? request.prefetched : undefined;
+      const record = prefetched ? prefetched.record : await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
       const result = await this.onRecord(record, recordId, request, work);
       if (result) return result;
     }
@@ -161,8 +192,11 @@ export class IdempotencyService {
    * on different versions meet on one _id and the claim insert decides; a
    * live record under an id of an earlier release still owns the key.
    */
-  private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
-    return (await this.records.findById(recordId)) ?? this.records.findLegacyOwner(request, recordId, this.clock.now());
+  private findOwner(
+    recordId: string,
+    scope: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>,
+  ): Promise<IdempotencyRecord | null> {
+    return this.records.findOwner(recordId, scope, this.clock.now());
   }
 
   /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */
