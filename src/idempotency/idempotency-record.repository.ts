@@ -90,18 +90,16 @@ export class IdempotencyRecordRepository {
   }
 
   /**
-   * The record that owns a key, in one round trip (index tenant_client_key):
-   * the record under the key's own id, else a live record under a versioned
-   * id of an earlier release (`...:v{N}:{key}`, LEGACY_SCOPE_KEY). Such a
-   * record still owns its key until it finishes and expires, so a retry
-   * straddling the upgrade is answered from it, never executed twice.
-   * Nothing writes such ids any more; drop the legacy branch one retention
-   * period after the last instance of an earlier release stopped. A key has
-   * one record per id format and schema version, so this reads a handful of
-   * documents at most.
+   * The record that owns a key, in one read by _id: the record under the
+   * key's own id, else a live record under a versioned id of an earlier
+   * release (`...:v{N}:{key}`, legacyScopeKeys). Such a record still owns its
+   * key until it finishes and expires, so a retry straddling the upgrade is
+   * answered from it, never executed twice. Nothing writes such ids any more;
+   * drop them from the look-up one retention period after the last instance
+   * of an earlier release stopped.
    */
-  async findOwner(recordId: string, scope: KeyScopeFields, now: Date): Promise<IdempotencyRecord | null> {
-    const records = await this.native.find({ tenant: scope.tenant, clientKey: scope.clientKey, operation: scope.operation }).toArray();
+  async findOwner(recordId: string, legacyIds: string[], now: Date): Promise<IdempotencyRecord | null> {
+    const records = await this.native.find({ _id: { $in: [recordId, ...legacyIds] } }).toArray();
     return records.find((record) => record._id === recordId) ?? legacyOwner(records, now);
   }
 

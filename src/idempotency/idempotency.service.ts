@@ -26,7 +26,7 @@ import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { conflictRetryAfterSeconds, inFlightWaitBudgetMs, nextPollDelayMs } from './retry-after.js';
 import { resumableUntil } from './resume-window.js';
-import { scopeKey } from './scope-key.js';
+import { legacyScopeKeys, scopeKey, type KeyScope } from './scope-key.js';
 
 export type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
 
@@ -62,7 +62,11 @@ export class IdempotencyService {
 
   /** The record id of a key: one per (tenant, operation, client key), whatever the schema version. */
   recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): string {
-    return scopeKey({ tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName });
+    return scopeKey(this.scopeOf(request));
+  }
+
+  private scopeOf(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): KeyScope {
+    return { tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName };
   }
 
   /** Binds a validated key to this tenant and this exact request body. */
@@ -92,8 +96,8 @@ export class IdempotencyService {
    */
   async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
     if (this.app.benchDisableIdempotency) return { replay: null };
-    const scope = { tenant, operation: key.operation, clientKey: key.clientKey };
-    const record = await this.metrics.timeStore('lookup', () => this.findOwner(this.recordIdFor(scope), scope));
+    const scope = { tenant, operation: key.operation, clientKey: key.clientKey, schemaVersion: key.schemaVersion };
+    const record = await this.metrics.timeStore('lookup', () => this.findOwner(scope));
     const fingerprint = fingerprintRequest(key.method, key.route, body);
     if (record && !isErasedFingerprint(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
       this.metrics.idempotencyOutcomes.inc({ operation: key.operation, outcome: 'replayed' });
@@ -109,7 +113,7 @@ export class IdempotencyService {
       // Read first: a replay costs one look-up, not an aborted claim transaction. The first round may
       // start from the record read before validation.
       const prefetched = round === 0 ? request.prefetched : undefined;
-      const record = prefetched ? prefetched.record : await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
+      const record = prefetched ? prefetched.record : await this.metrics.timeStore('lookup', () => this.findOwner(request));
       const result = await this.onRecord(record, recordId, request, work);
       if (result) return result;
     }
@@ -193,10 +197,10 @@ export class IdempotencyService {
    * live record under an id of an earlier release still owns the key.
    */
   private findOwner(
-    recordId: string,
-    scope: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>,
+    request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>,
   ): Promise<IdempotencyRecord | null> {
-    return this.records.findOwner(recordId, scope, this.clock.now());
+    const scope = this.scopeOf(request);
+    return this.records.findOwner(scopeKey(scope), legacyScopeKeys(scope, request.schemaVersion), this.clock.now());
   }
 
   /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */
