@@ -18,12 +18,6 @@ export class RecordRaceLostError extends Error {
   }
 }
 
-export interface KeyScopeFields {
-  tenant: string;
-  clientKey: string;
-  operation: string;
-}
-
 /** What a restarted attempt takes from the request that restarts it. */
 export type RestartedRequest = Pick<IdempotencyRecord, 'fingerprint' | 'subject'>;
 

@@ -39,7 +39,7 @@ export const LEGACY_SCOPE_KEY = /^[^:]+:[^:]+:[^:]+:v\d+:/;
  * up), so the owner look-up stays a read by _id.
  */
 export function legacyScopeKeys(scope: KeyScope, upToVersion: number): string[] {
-  scopeKey(scope);
+  scopeKey(scope); // the same checks of the parts
   return Array.from(
     { length: upToVersion },
     (_, index) => `${scope.tenant}:${scope.service}:${scope.operation}:v${index + 1}:${scope.clientKey}`,
