@@ -3,7 +3,8 @@
 // another body is still 422, an erasure is never undone by a cached answer,
 // and an in-flight marker nobody clears cannot hold a key past MongoDB's word.
 import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
-import { subjectDigest } from '../src/idempotency/subject.js';
+import { IdempotencyFastPath } from '../src/idempotency/fast-path/idempotency-fast-path.js';
+import type { IdempotencyRecord } from '../src/idempotency/idempotency-record.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
@@ -59,7 +60,8 @@ describeMode(mode, 'the Redis fast path', () => {
     const res = await post('k-other-body', orderBody({ items: [{ sku: 'sku_2', quantity: 1, unitPriceMinor: 999 }] })).expect(422);
     expect(res.body.code).toBe('idempotency_key_reused');
     expect((await lookups()) - before).toBe(0);
-    // Another customer's body cannot be judged by the cache (its erasure generation was not read): MongoDB says 422 too.
+    // A body that fails validation is refused by validation (400), never judged against the cache first.
+    await post('k-other-body', { ...orderBody(), extra: true }).expect(400);
     await post('k-other-body', orderBody({ customerId: 'cus_other' })).expect(422);
     expect(await t.db.collection('orders').countDocuments()).toBe(1);
     expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
@@ -77,13 +79,16 @@ describeMode(mode, 'the Redis fast path', () => {
     expect((await lookups()) - before).toBe(0);
   });
 
-  it('an erasure makes the cached answer unreadable: the replay is the 410, also when a racing replay writes the old answer back', async () => {
+  it('an erasure removes the cached answer: the replay is the 410, also when a replay that read the record before writes it back', async () => {
     const first = await post('k-erase', orderBody({ customerId: 'cus_forget' })).expect(201);
-    const cached = await t.redis!.get(entryKey('k-erase'));
-    expect(cached).not.toBeNull();
+    expect(await t.redis!.exists(entryKey('k-erase'))).toBe(1);
+    // What a replay reads from MongoDB just before the erasure commits...
+    const before = await t.db.collection<IdempotencyRecord>('idempotency_records').findOne({});
     await t.http().delete('/v1/customers/cus_forget/data').set(auth()).expect(200);
-    // What a replay that read MongoDB just before the erasure would write just after it.
-    await t.redis!.set(entryKey('k-erase'), cached!, 'PX', 60_000);
+    expect(await t.redis!.exists(entryKey('k-erase'))).toBe(0);
+    // ... and writes to Redis just after it: refused (the erasure marked the record).
+    await t.app.get(IdempotencyFastPath).remember(recordId('k-erase'), before!);
+    expect(await t.redis!.exists(entryKey('k-erase'))).toBe(0);
 
     const replay = await post('k-erase', orderBody({ customerId: 'cus_forget' })).expect(410);
     expect(replay.body.code).toBe('response_erased');
@@ -91,25 +96,27 @@ describeMode(mode, 'the Redis fast path', () => {
     const record = await t.db.collection('idempotency_records').findOne({});
     expect(record).toMatchObject({ status: 'complete', fingerprint: { algorithm: 'erased' }, subject: null });
     expect(record!.response.status).toBe(410);
-    // The erased answer is what is cached now.
-    expect(JSON.parse((await t.redis!.get(entryKey('k-erase')))!).status).toBe(410);
     expect(await t.db.collection('orders').countDocuments()).toBe(1);
     expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
   });
 
-  it('an erasure whose cache invalidation cannot reach Redis answers 503 (retry it), and its retry succeeds', async () => {
+  it('an erasure that cannot tell Redis answers 503 (retry it); the retry removes the cached answer', async () => {
     await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(201);
-    // A value INCR refuses makes the invalidation fail as an unreachable Redis would: the erasure cannot tell the cache.
-    const key = `idem:${DB}:gen:${subjectDigest('acme', 'cus_down')}`;
-    await t.redis!.set(key, 'not-a-number');
-    const refused = await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(503);
-    expect(refused.body.code).toBe('cache_invalidation_failed');
-    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    // MongoDB's part is done already (the store of record), and the cached answer is not served (unreadable generation).
+    expect(await t.redis!.exists(entryKey('k-erase-down'))).toBe(1);
+    // Redis refusing every write (as with a lost replica under min-replicas-to-write): the erasure cannot reach the cache.
+    await t.redis!.config('SET', 'min-replicas-to-write', '1');
+    try {
+      const refused = await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(503);
+      expect(refused.body.code).toBe('cache_invalidation_failed');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    } finally {
+      await t.redis!.config('SET', 'min-replicas-to-write', '0');
+    }
+    // MongoDB's part is committed; the retry finishes the cache's.
     expect((await t.db.collection('idempotency_records').findOne({}))!.fingerprint).toEqual({ algorithm: 'erased', value: '' });
-    await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(410);
-    await t.redis!.del(key);
     await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(200);
+    expect(await t.redis!.exists(entryKey('k-erase-down'))).toBe(0);
+    await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(410);
   });
 
   it('a duplicate waits on the marker in Redis, not on MongoDB, while the first request runs; one order', async () => {

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
 import { InFlightWaiters } from '../src/idempotency/in-flight-waiters.js';
+import { OrdersService } from '../src/orders/orders.service.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
@@ -90,7 +91,8 @@ describeMode(mode, 'Idempotency-Key contract on POST /v1/orders', () => {
     async () => {
       const metric = async (pattern: RegExp) => Number(pattern.exec((await t.http().get('/metrics').expect(200)).text)?.[1] ?? 0);
       const lookups = () => metric(/idempotency_store_duration_seconds_count\{operation="lookup"\} (\d+)/);
-      const hits = () => metric(/idempotency_cache_requests_total\{call="lookup",result="hit"\} (\d+)/);
+      // Answered before validation, from Redis (call "early").
+      const hits = () => metric(/idempotency_cache_requests_total\{call="early",result="hit"\} (\d+)/);
       const first = await post('k-fast-path').expect(201);
       const [lookupsBefore, hitsBefore] = [await lookups(), await hits()];
       for (let i = 0; i < 3; i++) {
@@ -133,6 +135,25 @@ describeMode(mode, 'Idempotency-Key contract on POST /v1/orders', () => {
     const again = await post('k-order', reordered).expect(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.text).toBe(first.text);
+  });
+
+  it('answers a replay from its stored record before validation: the handler does not run again', async () => {
+    const create = jest.spyOn(t.app.get(OrdersService), 'create');
+    try {
+      const first = await post('k-early').expect(201);
+      expect(create).toHaveBeenCalledTimes(1);
+      const again = await post('k-early').expect(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.text).toBe(first.text);
+      expect(create).toHaveBeenCalledTimes(1);
+      // A body that fails validation matches no stored fingerprint: it is validated (400), not replayed.
+      const invalid = await post('k-early', { ...orderBody(), extra: true }).expect(400);
+      expect(invalid.body.code).toBe('validation_failed');
+      expect(create).toHaveBeenCalledTimes(1);
+    } finally {
+      create.mockRestore();
+    }
+    expect(await orders()).toBe(1);
   });
 
   it('scopes keys per tenant: the same key from two tenants makes two independent orders', async () => {

@@ -71,7 +71,12 @@ describe('model-based test of the idempotency protocol', () => {
  * interleaving finds it (hold a request before the provider, let the lease
  * expire, reap, resume); the same model-based run, within the same budget,
  * must find it.
+ *
+ * Its seed is fixed (MODEL_DEFECT_SEED overrides): over random seeds the
+ * defect took 8 to 187 runs to find (mean ~65), so about one CI run in a
+ * hundred would miss it within 300 and fail for no fault of the code.
  */
+const DEFECT_SEED = Number(process.env.MODEL_DEFECT_SEED ?? 20261130);
 class LookOnlyReconcileGateway extends ControllableGateway {
   override async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
     const result = await super.chargeOrCancel(chargeKey);
@@ -91,7 +96,7 @@ describe('the model-based run finds a planted defect', () => {
   afterAll(async () => system.close());
 
   it('reconciliation that does not cancel the unused charge key: found and shrunk within the budget', async () => {
-    const result = await fc.check(protocolProperty(system), { numRuns: MODEL_RUNS });
+    const result = await fc.check(protocolProperty(system), { numRuns: MODEL_RUNS, seed: DEFECT_SEED });
     expect(result.failed).toBe(true);
     process.stdout.write(
       `planted defect found after ${result.numRuns} runs: ${result.counterexample ? fc.stringify(result.counterexample[0]) : 'none'}\n`,

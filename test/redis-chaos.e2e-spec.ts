@@ -96,8 +96,8 @@ describeMode(mode, 'chaos: Redis killed under load', () => {
 
     // Redis was down: calls failed, then the circuit opened and skipped it.
     expect(duringOutage).toBeGreaterThanOrEqual(PER_PHASE);
-    expect(series(outage, 'idempotency_cache_requests_total{call="lookup",result="error"}')).toBeGreaterThan(0);
-    expect(series(outage, 'idempotency_cache_requests_total{call="lookup",result="skipped_open_circuit"}')).toBeGreaterThan(0);
+    expect(series(outage, 'idempotency_cache_requests_total{call="early",result="error"}')).toBeGreaterThan(0);
+    expect(series(outage, 'idempotency_cache_requests_total{call="early",result="skipped_open_circuit"}')).toBeGreaterThan(0);
     // Only the contract's answers: the order, or "still in flight" with a hint.
     const unexpected = answers.filter((a) => a.status !== 201 && !(a.status === 409 && Number(a.retryAfter) >= 1));
     expect(unexpected).toEqual([]);
@@ -120,10 +120,10 @@ describeMode(mode, 'chaos: Redis killed under load', () => {
     }
     expect(series(await metrics(), 'idempotency_cache_circuit_state')).toBe(0);
     await post('old-1').expect(201);
-    const hits = series(await metrics(), 'idempotency_cache_requests_total{call="lookup",result="hit"}');
+    const hits = series(await metrics(), 'idempotency_cache_requests_total{call="early",result="hit"}');
     const replay = await post('old-1').expect(201);
     expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(series(await metrics(), 'idempotency_cache_requests_total{call="lookup",result="hit"}')).toBe(hits + 1);
+    expect(series(await metrics(), 'idempotency_cache_requests_total{call="early",result="hit"}')).toBe(hits + 1);
     expect(await t.redis!.exists('idem:test_redis_chaos:resp:acme:orders-service:orders.create:key:chaos-old-1')).toBe(1);
   }, 90_000);
 });

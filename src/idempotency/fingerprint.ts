@@ -11,9 +11,10 @@ export interface Fingerprint {
   value: string;
 }
 
-/** A request's fingerprint, plus the same request under the algorithms older records may carry. */
+/** A request's fingerprint, and the same request under an algorithm older records may carry. */
 export interface RequestFingerprint extends Fingerprint {
-  previous: Fingerprint[];
+  /** The request's fingerprint under an older algorithm (null for an unknown one), computed only when a record carries it. */
+  under(algorithm: string): string | null;
 }
 
 /**
@@ -38,10 +39,12 @@ export function canonicalJson(value: unknown): string {
 /** SHA-256 over method, route and the validated body, so a key is bound to one request. */
 export function fingerprintRequest(method: string, route: string, body: unknown): RequestFingerprint {
   const request = { method: method.toUpperCase(), route, body };
+  let legacy: string | undefined;
   return {
     algorithm: FINGERPRINT_ALGORITHM,
     value: sha256(canonicalize(request) ?? 'null'),
-    previous: [{ algorithm: LEGACY_FINGERPRINT_ALGORITHM, value: sha256(canonicalJson(request)) }],
+    // Lazy: every request would otherwise pay a second canonical form and hash for the rare v1 record.
+    under: (algorithm) => (algorithm === LEGACY_FINGERPRINT_ALGORITHM ? (legacy ??= sha256(canonicalJson(request))) : null),
   };
 }
 
@@ -68,6 +71,6 @@ export function isErasedFingerprint(fingerprint: Fingerprint): boolean {
 
 /** Whether a stored fingerprint is this request's, under whichever algorithm it was stored with. */
 export function sameFingerprint(stored: Fingerprint, request: Fingerprint | RequestFingerprint): boolean {
-  const candidates = [request, ...('previous' in request ? request.previous : [])];
-  return candidates.some((candidate) => candidate.algorithm === stored.algorithm && candidate.value === stored.value);
+  if (stored.algorithm === request.algorithm) return stored.value === request.value;
+  return 'under' in request && request.under(stored.algorithm) === stored.value;
 }

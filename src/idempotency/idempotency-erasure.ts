@@ -27,8 +27,8 @@ export class IdempotencyErasure {
    * CacheInvalidationFailedError (503) when Redis cannot be told; repeating
    * the erasure is safe.
    */
-  forgetCached(tenant: string, subject: string): Promise<void> {
-    return this.fastPath.forgetSubject(tenant, subject);
+  forgetCached(recordIds: string[]): Promise<void> {
+    return this.fastPath.forgetRecords(recordIds);
   }
 
   /**
@@ -41,9 +41,10 @@ export class IdempotencyErasure {
    * erasure already changed; if it is abandoned, the key answers 410 from then
    * on instead of running the erased request again (record-decision.ts).
    * Call it first in the erasure transaction: its first write is what makes
-   * a concurrent claim conflict.
+   * a concurrent claim conflict. Returns the ids of the records it erased
+   * (for forgetCached, after the commit).
    */
-  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<number> {
+  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<string[]> {
     const now = this.clock.now();
     const digest = subjectDigest(tenant, subject);
     // First: the write every claim of this subject makes too, so a claim committing after this
@@ -56,6 +57,6 @@ export class IdempotencyErasure {
     // Tombstones carry the fingerprint of a body that named the subject: gone with the records' link to it.
     // A record still in flight leaves none when it finishes (its fingerprint is erased now).
     await this.tombstones.deleteForSubject(session, digest);
-    return records.length;
+    return records.map((record) => record._id);
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
+import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { isDuplicateKey } from '../database/mongo-errors.js';
 import { deriveClaimId } from './claim-id.js';
@@ -15,12 +16,6 @@ export class RecordRaceLostError extends Error {
     super('Lost the race for an idempotency record');
     this.name = 'RecordRaceLostError';
   }
-}
-
-export interface KeyScopeFields {
-  tenant: string;
-  clientKey: string;
-  operation: string;
 }
 
 /** What a restarted attempt takes from the request that restarts it. */
@@ -49,15 +44,34 @@ export function leaseOf(record: LeaseSource, lease: RecordLease): Lease {
 /**
  * idempotency_records. Every write after the claim is a compare-and-set on
  * the lease owner: a worker that lost its lease changes nothing.
+ *
+ * The reads and writes every keyed request makes (the owner look-up, the
+ * claim insert, the checkpoint, the finish) go to the driver's collection:
+ * Mongoose's casting, validation and document hydration cost about as much
+ * CPU as the round trip itself, and these documents are built here, typed.
+ * The rarer paths (restart, takeover, release, erasure, the reaper's scans)
+ * keep Mongoose.
  */
 @Injectable()
 export class IdempotencyRecordRepository {
-  constructor(@InjectModel(IDEMPOTENCY_RECORD_MODEL) private readonly records: Model<IdempotencyRecord>) {}
+  private readonly native: Collection<IdempotencyRecord>;
+
+  constructor(@InjectModel(IDEMPOTENCY_RECORD_MODEL) private readonly records: Model<IdempotencyRecord>) {
+    this.native = records.collection as unknown as Collection<IdempotencyRecord>;
+  }
 
   async insertPending(session: ClientSession, record: NewRecord, lease: RecordLease): Promise<Lease> {
-    const doc = { ...record, lease, recoveryPoint: null, response: null, conflict: null, purgeAt: null, updatedAt: record.createdAt };
+    const doc = {
+      ...record,
+      lease: stored(lease),
+      recoveryPoint: null,
+      response: null,
+      conflict: null,
+      purgeAt: null,
+      updatedAt: record.createdAt,
+    };
     try {
-      await this.records.insertMany([doc], { session });
+      await this.native.insertOne(doc, { session });
     } catch (error) {
       if (isDuplicateKey(error)) throw new RecordRaceLostError(record._id);
       throw error;
@@ -70,25 +84,17 @@ export class IdempotencyRecordRepository {
   }
 
   /**
-   * Transition from the versioned record ids of earlier releases
-   * (`...:v{N}:{key}`, LEGACY_SCOPE_KEY): a live record under such an id
-   * still owns its key until it finishes and expires, so a retry straddling
-   * the upgrade is answered from it, never executed twice. Nothing writes
-   * such ids any more; remove this look-up one retention period after the
-   * last instance of an earlier release stopped.
+   * The record that owns a key, in one read by _id: the record under the
+   * key's own id, else a live record under a versioned id of an earlier
+   * release (`...:v{N}:{key}`, legacyScopeKeys). Such a record still owns its
+   * key until it finishes and expires, so a retry straddling the upgrade is
+   * answered from it, never executed twice. Nothing writes such ids any more;
+   * drop them from the look-up one retention period after the last instance
+   * of an earlier release stopped.
    */
-  findLegacyOwner(scope: KeyScopeFields, keyId: string, now: Date): Promise<IdempotencyRecord | null> {
-    return this.records
-      .findOne({
-        tenant: scope.tenant,
-        clientKey: scope.clientKey,
-        operation: scope.operation,
-        _id: { $ne: keyId },
-        $or: [{ status: 'pending' }, { expiresAt: { $gt: now } }],
-      })
-      .sort({ schemaVersion: -1 })
-      .lean<IdempotencyRecord>()
-      .exec();
+  async findOwner(recordId: string, legacyIds: string[], now: Date): Promise<IdempotencyRecord | null> {
+    const records = await this.native.find({ _id: { $in: [recordId, ...legacyIds] } }).toArray();
+    return records.find((record) => record._id === recordId) ?? legacyOwner(records, now);
   }
 
   /** The tenant's records for one client key (any operation, either id format), without stored bodies. */
@@ -161,9 +167,9 @@ export class IdempotencyRecordRepository {
 
   /** Records the consumer's progress and renews the lease, inside the consumer's transaction. */
   async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string, renewed: RecordLease): Promise<void> {
-    const result = await this.records.updateOne(
+    const result = await this.native.updateOne(
       { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-      { $set: { recoveryPoint, lease: renewed, updatedAt: renewed.lockedAt } },
+      { $set: { recoveryPoint, lease: stored(renewed), updatedAt: renewed.lockedAt } },
       { session },
     );
     if (result.matchedCount !== 1) throw new LeaseLostError(lease.recordId);
@@ -183,25 +189,22 @@ export class IdempotencyRecordRepository {
     now: Date,
     retainUntil: Date,
   ): Promise<FinishedKey> {
-    const finished = await this.records
-      .findOneAndUpdate(
-        { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
-        {
-          $set: {
-            status,
-            recoveryPoint,
-            response,
-            lease: null,
-            conflict: null,
-            updatedAt: now,
-            expiresAt: retainUntil,
-            purgeAt: retainUntil,
-          },
+    const finished = await this.native.findOneAndUpdate(
+      { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },
+      {
+        $set: {
+          status,
+          recoveryPoint,
+          response,
+          lease: null,
+          conflict: null,
+          updatedAt: now,
+          expiresAt: retainUntil,
+          purgeAt: retainUntil,
         },
-        { session, returnDocument: 'after', projection: { tenant: 1, operation: 1, clientKey: 1, fingerprint: 1, subject: 1 } },
-      )
-      .lean<FinishedKey>()
-      .exec();
+      },
+      { session, returnDocument: 'after', projection: { tenant: 1, operation: 1, clientKey: 1, fingerprint: 1, subject: 1 } },
+    );
     if (!finished) throw new LeaseLostError(lease.recordId);
     return finished;
   }
@@ -278,4 +281,18 @@ export class IdempotencyRecordRepository {
       .exec();
     return oldest?.createdAt ?? null;
   }
+}
+
+/** The live record of an earlier release's id format, newest schema version first. */
+function legacyOwner(records: IdempotencyRecord[], now: Date): IdempotencyRecord | null {
+  const live = records.filter((record) => record.status === 'pending' || record.expiresAt.getTime() > now.getTime());
+  return live.reduce<IdempotencyRecord | null>(
+    (best, record) => (best && best.schemaVersion >= record.schemaVersion ? best : record),
+    null,
+  );
+}
+
+/** A lease as stored: resumableUntil present (null), as the schema's default wrote it when Mongoose did the writes. */
+function stored(lease: RecordLease): RecordLease {
+  return { ...lease, resumableUntil: lease.resumableUntil ?? null };
 }

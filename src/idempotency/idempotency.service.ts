@@ -5,9 +5,9 @@ import { Clock } from '../common/clock.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { deriveClaimId } from './claim-id.js';
-import { fingerprintRequest } from './fingerprint.js';
+import { fingerprintRequest, isErasedFingerprint } from './fingerprint.js';
 import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
-import type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
+import type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './idempotent-work.js';
 import {
   AttemptAbandonedError,
   DuplicateClaimError,
@@ -25,14 +25,20 @@ import { decide } from './record-decision.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { IdempotencyFastPath, type CachedAnswer } from './fast-path/idempotency-fast-path.js';
-import { runsWithoutGuard } from './store-down-policy.js';
+import { isStoreUnreachable, runsWithoutGuard } from './store-down-policy.js';
 import { conflictRetryAfterSeconds, inFlightWaitBudgetMs, nextPollDelayMs } from './retry-after.js';
 import { resumableUntil } from './resume-window.js';
-import { scopeKey } from './scope-key.js';
+import { legacyScopeKeys, scopeKey, type KeyScope } from './scope-key.js';
 
 export type { IdempotentRequest, IdempotentResult, IdempotentWork } from './idempotent-work.js';
 
 const MAX_ROUNDS = 4;
+
+/** What the look-up before validation found: a stored answer for this very body, or the record to start from. */
+export interface EarlyLookup {
+  replay: IdempotentResult | null;
+  owner?: PrefetchedOwner;
+}
 
 /**
  * The idempotency protocol: claim, replay, conflict, take over, restart.
@@ -59,7 +65,11 @@ export class IdempotencyService {
 
   /** The record id of a key: one per (tenant, operation, client key), whatever the schema version. */
   recordIdFor(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): string {
-    return scopeKey({ tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName });
+    return scopeKey(this.scopeOf(request));
+  }
+
+  private scopeOf(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): KeyScope {
+    return { tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName };
   }
 
   /** Binds a validated key to this tenant and this exact request body. */
@@ -74,7 +84,43 @@ export class IdempotencyService {
       subject,
       onStoreDown: key.onStoreDown ?? 'closed',
       receivedAt: this.clock.now(),
+      prefetched: key.prefetched,
     };
+  }
+
+  /**
+   * The key's look-up, made before the body is validated. When the record
+   * holds a stored answer for this exact body (the fingerprint of the parsed
+   * body: a body that matches a stored fingerprint passed validation when it
+   * was first sent), that answer is the reply: a replay costs one read, not a
+   * validation and a handler. Anything else (a new key, another body, work
+   * in flight, an erased record, whose answer a body that fails validation
+   * must not get) goes through validation and execute(), which starts
+   * from the record read here.
+   */
+  async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
+    if (this.app.benchDisableIdempotency) return { replay: null };
+    const scope = { tenant, operation: key.operation, clientKey: key.clientKey, schemaVersion: key.schemaVersion };
+    const fingerprint = fingerprintRequest(key.method, key.route, body);
+    const recordId = this.recordIdFor(scope);
+    // The optional Redis fast path first: a replay it holds costs no MongoDB read.
+    const cached = await this.fastPath.replayEarly(recordId, fingerprint);
+    if (cached === 'defer') return { replay: null };
+    if (cached) this.metrics.idempotencyOutcomes.inc({ operation: key.operation, outcome: 'replayed' });
+    if (cached) return { replay: cached };
+    let record: IdempotencyRecord | null;
+    try {
+      record = await this.metrics.timeStore('lookup', () => this.findOwner(scope));
+    } catch (error) {
+      // An 'open' route goes on to its handler, which decides (execute() runs it unguarded if the store is still down).
+      if (key.onStoreDown === 'open' && isStoreUnreachable(error)) return { replay: null };
+      throw error;
+    }
+    if (record && !isErasedFingerprint(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
+      this.metrics.idempotencyOutcomes.inc({ operation: key.operation, outcome: 'replayed' });
+      return { replay: await this.replay(record, recordId) };
+    }
+    return { replay: null, owner: { record } };
   }
 
   async execute(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
@@ -91,13 +137,17 @@ export class IdempotencyService {
 
   private async guarded(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
     const recordId = this.recordIdFor(request);
-    // The optional Redis fast path answers what it can vouch for; MongoDB decides the rest.
-    const cached = await this.fastPath.answer(recordId, request);
+    // The optional Redis fast path answers what it can vouch for; MongoDB decides the rest. A key found
+    // absent just before validation has nothing in Redis worth a round trip.
+    const absent = request.prefetched !== undefined && request.prefetched.record === null;
+    const cached = absent ? null : await this.fastPath.answer(recordId, request);
     const answered = this.onCached(cached, request);
     if (answered) return answered;
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      // Read first: a replay costs one look-up, not an aborted claim transaction.
-      const record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
+      // Read first: a replay costs one look-up, not an aborted claim transaction. The first round may start
+      // from the record read before validation - not after waiting on Redis: that record is older than the wait.
+      const prefetched = round === 0 && cached === null ? request.prefetched : undefined;
+      const record = prefetched ? prefetched.record : await this.metrics.timeStore('lookup', () => this.findOwner(request));
       // Already waited its budget on Redis: a key MongoDB confirms in flight is answered 409 without waiting again.
       if (
         cached?.kind === 'still_in_flight' &&
@@ -179,7 +229,7 @@ export class IdempotencyService {
         throw new IdempotencyKeyReusedError();
       case 'replay':
         this.count(request, 'replayed');
-        return this.replay(record, request);
+        return this.replay(record, this.recordIdFor(request));
       case 'in_flight':
         return this.waitForLease(record, request);
       case 'take_over':
@@ -201,8 +251,11 @@ export class IdempotencyService {
    * on different versions meet on one _id and the claim insert decides; a
    * live record under an id of an earlier release still owns the key.
    */
-  private async findOwner(recordId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
-    return (await this.records.findById(recordId)) ?? this.records.findLegacyOwner(request, recordId, this.clock.now());
+  private findOwner(
+    request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>,
+  ): Promise<IdempotencyRecord | null> {
+    const scope = this.scopeOf(request);
+    return this.records.findOwner(scopeKey(scope), legacyScopeKeys(scope, request.schemaVersion), this.clock.now());
   }
 
   /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */
@@ -296,9 +349,9 @@ export class IdempotencyService {
     }
   }
 
-  private async replay(record: IdempotencyRecord, request: IdempotentRequest): Promise<IdempotentResult> {
+  private async replay(record: IdempotencyRecord, recordId: string): Promise<IdempotentResult> {
     const response = this.responses.open(record);
-    await this.fastPath.remember(request, record);
+    await this.fastPath.remember(recordId, record);
     return { response, replayed: true, keyExpiresAt: record.expiresAt };
   }
 

@@ -1,6 +1,6 @@
 import type { ClientSession } from 'mongoose';
 import type { Fingerprint } from './fingerprint.js';
-import type { IdempotentResponse, Lease } from './idempotency-record.js';
+import type { IdempotencyRecord, IdempotentResponse, Lease } from './idempotency-record.js';
 import type { StoreDownPolicy } from './store-down-policy.js';
 
 export interface IdempotentRequest {
@@ -16,6 +16,13 @@ export interface IdempotentRequest {
   receivedAt: Date;
   /** The route's choice when MongoDB is unreachable (@Idempotent({ onStoreDown })); 'closed' when absent. */
   onStoreDown?: StoreDownPolicy;
+  /** The key's record as read before validation (IdempotencyService.lookUpEarly): the first round uses it instead of reading again. */
+  prefetched?: PrefetchedOwner;
+}
+
+/** A look-up already made for this request; `record` null means the key had no record then. */
+export interface PrefetchedOwner {
+  record: IdempotencyRecord | null;
 }
 
 /** A consumer's work, split where the claim transaction ends. */

@@ -16,7 +16,11 @@ export type StoreDownPolicy = 'closed' | 'open';
  * work says how to run without it.
  */
 export function runsWithoutGuard(policy: StoreDownPolicy | undefined, work: IdempotentWork, error: unknown): boolean {
-  if (policy !== 'open' || typeof work.withoutGuard !== 'function') return false;
+  return policy === 'open' && typeof work.withoutGuard === 'function' && isStoreUnreachable(error);
+}
+
+/** The store did not answer at all (down, unreachable, frozen) - not a store that answered with an error. */
+export function isStoreUnreachable(error: unknown): boolean {
   return isStoreTimeout(error) || (isStoreUnavailable(error) && !isWriteConflict(error) && isNetworkFailure(error));
 }
 

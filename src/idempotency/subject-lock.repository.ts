@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import { randomInt } from 'node:crypto';
+import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { SUBJECT_LOCK_MODEL, type SubjectLock } from './schemas/subject-lock.schema.js';
 
@@ -24,18 +25,20 @@ export const SUBJECT_LOCK_STRIPES = 16;
  */
 @Injectable()
 export class SubjectLockRepository {
-  constructor(@InjectModel(SUBJECT_LOCK_MODEL) private readonly locks: Model<SubjectLock>) {}
+  /** The driver's collection for the claim's write, on every create's path (as IdempotencyRecordRepository). */
+  private readonly native: Collection<SubjectLock>;
+
+  constructor(@InjectModel(SUBJECT_LOCK_MODEL) private readonly locks: Model<SubjectLock>) {
+    this.native = locks.collection as unknown as Collection<SubjectLock>;
+  }
 
   /** A claim's write: one stripe. Returns the subject's last erasure, if any. */
   async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<Date | null> {
-    const stripe = await this.locks
-      .findOneAndUpdate(
-        { _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) },
-        { $set: { updatedAt: now } },
-        { session, upsert: true, returnDocument: 'after' },
-      )
-      .lean<SubjectLock>()
-      .exec();
+    const stripe = await this.native.findOneAndUpdate(
+      { _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) },
+      { $set: { updatedAt: now }, $setOnInsert: { erasedAt: null } },
+      { session, upsert: true, returnDocument: 'after' },
+    );
     return stripe?.erasedAt ?? null;
   }
 

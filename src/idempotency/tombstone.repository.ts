@@ -1,13 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
+import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { IDEMPOTENCY_TOMBSTONE_MODEL } from './schemas/idempotency-tombstone.schema.js';
 import type { Tombstone } from './tombstone.js';
 
-/** idempotency_tombstones: what outlives a stored response (tombstone.ts). */
+/**
+ * idempotency_tombstones: what outlives a stored response (tombstone.ts).
+ * The write and the look-up are on every create's path: the driver's
+ * collection, as for the records (IdempotencyRecordRepository).
+ */
 @Injectable()
 export class TombstoneRepository {
-  constructor(@InjectModel(IDEMPOTENCY_TOMBSTONE_MODEL) private readonly tombstones: Model<Tombstone>) {}
+  private readonly native: Collection<Tombstone>;
+
+  constructor(@InjectModel(IDEMPOTENCY_TOMBSTONE_MODEL) private readonly tombstones: Model<Tombstone>) {
+    this.native = tombstones.collection as unknown as Collection<Tombstone>;
+  }
 
   /**
    * In the transaction that finishes the record. An upsert: the same key and
@@ -15,11 +24,11 @@ export class TombstoneRepository {
    * newest answer is the one to point at.
    */
   async write(session: ClientSession, tombstone: Tombstone): Promise<void> {
-    await this.tombstones.replaceOne({ _id: tombstone._id }, tombstone, { session, upsert: true });
+    await this.native.replaceOne({ _id: tombstone._id }, tombstone, { session, upsert: true });
   }
 
   findById(id: string): Promise<Tombstone | null> {
-    return this.tombstones.findById(id).lean<Tombstone>().exec();
+    return this.native.findOne({ _id: id });
   }
 
   async deleteForSubject(session: ClientSession, subject: string): Promise<number> {

@@ -160,7 +160,7 @@ export class MetricsService {
 
   readonly cacheRequests = new Counter({
     name: 'idempotency_cache_requests_total',
-    help: 'Calls to the optional Redis fast path by call (lookup, wait, store, mark, clear, invalidate) and result (hit, miss, ok, error, timeout, skipped_open_circuit)',
+    help: 'Calls to the optional Redis fast path by call (early, lookup, wait, store, mark, clear, invalidate) and result (hit, miss, in_flight, ok, error, timeout, skipped_open_circuit)',
     labelNames: ['call', 'result'] as const,
     registers: [this.registry],
   });

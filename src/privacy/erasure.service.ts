@@ -29,6 +29,7 @@ export class ErasureService {
   async eraseCustomer(tenant: string, customerId: string): Promise<Erasure> {
     const pseudonym = `erased_${randomBytes(12).toString('hex')}`;
     const erasure = await this.transactions.run(async (session) => {
+      const erasedRecords = await this.idempotency.eraseSubject(session, tenant, customerId);
       const erasure: Erasure = {
         _id: `era_${randomUUID()}`,
         tenant,
@@ -36,15 +37,17 @@ export class ErasureService {
         pseudonym,
         erasedAt: this.clock.now(),
         counts: {
-          idempotencyRecords: await this.idempotency.eraseSubject(session, tenant, customerId),
+          idempotencyRecords: erasedRecords.length,
           orders: await this.orders.eraseCustomer(session, tenant, customerId, pseudonym),
           outboxEvents: await this.outbox.eraseCustomer(session, tenant, customerId, pseudonym),
         },
+        idempotencyRecordIds: erasedRecords,
       };
       await this.erasures.record(session, erasure);
       return erasure;
     });
-    await this.idempotency.forgetCached(tenant, customerId);
+    // After the commit; with this subject's earlier erasures, so a retry after a failed invalidation finishes it.
+    await this.idempotency.forgetCached(await this.erasures.idempotencyRecordIdsFor(tenant, erasure.subjectHash));
     return erasure;
   }
 }

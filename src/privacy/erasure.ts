@@ -7,4 +7,10 @@ export interface Erasure {
   pseudonym: string;
   erasedAt: Date;
   counts: { orders: number; idempotencyRecords: number; outboxEvents: number };
+  /**
+   * The idempotency records it erased (their ids name a tenant and a client
+   * key, never the customer): after the commit their cached answers leave the
+   * Redis fast path, and a retry of a failed invalidation finds them here.
+   */
+  idempotencyRecordIds: string[];
 }

@@ -4,17 +4,12 @@ import type { StoredResponseDoc } from '../idempotency-record.js';
 /**
  * A finished key's answer as Redis keeps it: the stored response still
  * sealed (same cipher, same record id as associated data), the record's
- * fingerprint, its expiry, and the erasure generation of its data subject
- * when it was written. Redis never holds a body in clear.
+ * fingerprint and its expiry. Redis never holds a body in clear.
  */
 export interface CacheEntry {
   response: StoredResponseDoc;
   fingerprint: Fingerprint;
   expiresAt: number;
-  /** Digest of the data subject of the request that wrote it (null: none). */
-  subject: string | null;
-  /** The subject's erasure generation when it was written; an erasure bumps it, so older entries are unreadable. */
-  generation: number;
 }
 
 /** A request in flight elsewhere: written after its claim committed, cleared when its attempt ends. */
@@ -29,24 +24,18 @@ export type CachedDecision =
   | 'replay'
   /** Same key, other body. */
   | 'mismatch'
-  /** Not something the cache can judge (expired, or written before an erasure, or for another subject): ask MongoDB. */
+  /** Past the record's expiry: not the cache's to judge (replacement and tombstones are MongoDB's). */
   | 'ask_store';
 
 /**
  * The same judgement as record-decision.ts for a finished record, from its
- * cached copy. Anything it cannot vouch for goes to MongoDB: a past-expiry
- * key (replacement and tombstones are MongoDB's), an entry of another data
- * subject (its erasure generation was not read with it), or one an erasure
- * has overtaken.
+ * cached copy. An erased record's entries are deleted by the erasure (and
+ * cannot be written back: see IdempotencyFastPath), so an entry present is
+ * the record's answer.
  */
-export function judgeEntry(
-  entry: CacheEntry,
-  request: { fingerprint: Fingerprint; subject: string | null; generation: number },
-  now: Date,
-): CachedDecision {
-  if (entry.expiresAt <= now.getTime() || request.generation < 0) return 'ask_store';
-  if (entry.subject !== request.subject || entry.generation !== request.generation) return 'ask_store';
-  if (!isErasedFingerprint(entry.fingerprint) && !sameFingerprint(entry.fingerprint, request.fingerprint)) return 'mismatch';
+export function judgeEntry(entry: CacheEntry, fingerprint: Fingerprint, now: Date): CachedDecision {
+  if (entry.expiresAt <= now.getTime()) return 'ask_store';
+  if (!isErasedFingerprint(entry.fingerprint) && !sameFingerprint(entry.fingerprint, fingerprint)) return 'mismatch';
   return 'replay';
 }
 
@@ -65,8 +54,6 @@ interface WireEntry {
   body: WireBody;
   fp: Fingerprint;
   exp: number;
-  sub: string | null;
-  gen: number;
 }
 
 export function encodeEntry(entry: CacheEntry): string {
@@ -79,8 +66,6 @@ export function encodeEntry(entry: CacheEntry): string {
     body: { keyId: body.keyId, iv: b64(body.iv), tag: b64(body.tag), data: b64(body.data) },
     fp: { algorithm: entry.fingerprint.algorithm, value: entry.fingerprint.value },
     exp: entry.expiresAt,
-    sub: entry.subject,
-    gen: entry.generation,
   };
   return JSON.stringify(wire);
 }
@@ -105,8 +90,6 @@ export function decodeEntry(text: string | null): CacheEntry | null {
       },
       fingerprint: wire.fp,
       expiresAt: wire.exp,
-      subject: wire.sub ?? null,
-      generation: typeof wire.gen === 'number' ? wire.gen : -1,
     };
   } catch {
     return null;
@@ -126,12 +109,6 @@ export function decodeMarker(text: string | null): InFlightMarker | null {
   } catch {
     return null;
   }
-}
-
-/** A missing or unreadable generation counter is 0: nothing of that subject was erased since Redis started. */
-export function decodeGeneration(text: string | null): number {
-  const value = Number(text ?? 0);
-  return Number.isSafeInteger(value) ? value : -1;
 }
 
 function b64(value: Buffer | Uint8Array | { buffer: Uint8Array }): string {

@@ -11,6 +11,9 @@ const CIRCUIT_STATE = { closed: 0, half_open: 1, open: 2 } as const;
 
 /** Deletes the in-flight marker only while it is still ours (a taken-over attempt's marker is not). */
 const DELETE_IF_OWNED = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+/** SET PX unless a guard key exists (an erasure's mark): a write racing the erasure cannot bring its answer back. */
+const SET_UNLESS_GUARDED =
+  "if redis.call('exists', KEYS[2]) == 1 then return 0 end redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1";
 
 /**
  * The Redis connection of the fast path, behind a circuit breaker (opossum).
@@ -80,10 +83,24 @@ export class RedisCache implements OnModuleDestroy {
     });
   }
 
-  /** Writes a value that expires after ttlMs; false when it was not written. */
-  async set(call: string, key: string, value: string, ttlMs: number): Promise<boolean> {
+  /** Writes key (expiring after ttlMs) unless `guard` exists; false when it was not written. */
+  async setUnlessGuarded(call: string, key: string, guard: string, value: string, ttlMs: number): Promise<boolean> {
     if (ttlMs <= 0) return false;
-    return (await this.run(call, (client) => client.set(key, value, 'PX', Math.ceil(ttlMs)))) === 'OK';
+    return (await this.run(call, (client) => client.eval(SET_UNLESS_GUARDED, 2, key, guard, value, String(Math.ceil(ttlMs))))) === 1;
+  }
+
+  /** Sets each guard (expiring after ttlMs) and deletes each key, in one transaction; false when Redis could not be told. */
+  async guardAndDelete(call: string, guards: string[], keys: string[], ttlMs: number): Promise<boolean> {
+    if (guards.length === 0 && keys.length === 0) return true;
+    const done = await this.run(call, async (client) => {
+      const multi = client.multi();
+      for (const guard of guards) multi.set(guard, '1', 'PX', Math.ceil(ttlMs));
+      if (keys.length > 0) multi.del(...keys);
+      const replies = await multi.exec();
+      if (!replies || replies.some(([error]) => error)) throw replies?.find(([error]) => error)?.[0] ?? new Error('transaction discarded');
+      return true;
+    });
+    return done === true;
   }
 
   /** SET NX PX: true only if the key was absent and is now ours. */
@@ -95,10 +112,6 @@ export class RedisCache implements OnModuleDestroy {
   /** Deletes key if it still holds value; false when Redis could not be asked. */
   async deleteIfEqual(call: string, key: string, value: string): Promise<boolean> {
     return (await this.run(call, (client) => client.eval(DELETE_IF_OWNED, 1, key, value))) !== null;
-  }
-
-  async increment(call: string, key: string): Promise<number | null> {
-    return this.run(call, (client) => client.incr(key));
   }
 
   /** Counts a call that Redis answered, as the caller judges it (hit, miss, ok). */

@@ -11,6 +11,7 @@ export const ErasureSchema = new Schema<Erasure>(
     pseudonym: { type: String, required: true },
     erasedAt: { type: Date, required: true },
     counts: { type: Schema.Types.Mixed, required: true },
+    idempotencyRecordIds: { type: [String], default: [] },
   },
   { collection: 'erasures', versionKey: false, strict: 'throw' },
 );
