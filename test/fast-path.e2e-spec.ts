@@ -98,6 +98,14 @@ describeMode(mode, 'the Redis fast path', () => {
     expect(record!.response.status).toBe(410);
     expect(await t.db.collection('orders').countDocuments()).toBe(1);
     expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
+
+    // An hour later (the mark expired) the erased answer is cached like any other; it matches any body, so a
+    // body that fails validation is validated first (400), as with MongoDB's early look-up.
+    await t.redis!.del(`idem:${DB}:erased:${recordId('k-erase')}`);
+    await post('k-erase', orderBody({ customerId: 'cus_forget' })).expect(410);
+    expect(await t.redis!.exists(entryKey('k-erase'))).toBe(1);
+    await post('k-erase', { ...orderBody({ customerId: 'cus_forget' }), extra: true }).expect(400);
+    await post('k-erase', orderBody({ customerId: 'cus_someone_else' })).expect(410);
   });
 
   it('an erasure that cannot tell Redis answers 503 (retry it); the retry removes the cached answer', async () => {

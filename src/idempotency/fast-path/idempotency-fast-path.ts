@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { idempotencyConfig, mongoConfig, type IdempotencyConfig, type MongoConfig } from '../../config/config.tokens.js';
 import { Clock } from '../../common/clock.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
-import { sameFingerprint, storedFingerprint, type Fingerprint } from '../fingerprint.js';
+import { isErasedFingerprint, sameFingerprint, storedFingerprint, type Fingerprint } from '../fingerprint.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from '../idempotency-record.js';
 import type { IdempotentRequest, IdempotentResult } from '../idempotent-work.js';
 import { InFlightWaiters } from '../in-flight-waiters.js';
@@ -68,6 +68,8 @@ export class IdempotencyFastPath {
     if (!this.cache.enabled) return null;
     const snapshot = await this.read('early', recordId);
     if (!snapshot) return null;
+    // An erased answer matches any body, so one that fails validation must not get it: judged after validation.
+    if (snapshot.entry && isErasedFingerprint(snapshot.entry.fingerprint)) return 'defer';
     const cached = this.fromEntry(snapshot.entry, recordId, fingerprint);
     this.cache.count('early', cached?.kind === 'replay' ? 'hit' : 'miss');
     if (cached?.kind === 'replay') return cached.result;
