@@ -102,7 +102,7 @@ describeMode(mode, 'Idempotency-Key contract on POST /v1/orders', () => {
       }
       expect((await lookups()) - lookupsBefore).toBe(mode.redis ? 0 : 3);
       expect((await hits()) - hitsBefore).toBe(mode.redis ? 3 : 0);
-      if (mode.redis) expect(await t.redis!.keys('idem:*:resp:*')).toHaveLength(1);
+      if (mode.redis) expect(await t.redis!.keys(`idem:test_idempotency${suffix}:resp:*`)).toHaveLength(1);
       expect(await orders()).toBe(1);
       expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
     },
