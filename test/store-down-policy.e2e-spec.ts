@@ -47,10 +47,7 @@ class SettingsController {
     @Body() body: SettingBody,
     @Res() reply: FastifyReply,
   ) {
-    sendIdempotentResult(
-      reply,
-      await this.idempotency.execute(this.idempotency.requestFor(key, tenant, { name, ...body }), this.work(name, body)),
-    );
+    await this.put(tenant, key, name, body, reply);
   }
 
   @Put('closed/:name')
@@ -62,10 +59,13 @@ class SettingsController {
     @Body() body: SettingBody,
     @Res() reply: FastifyReply,
   ) {
-    sendIdempotentResult(
-      reply,
-      await this.idempotency.execute(this.idempotency.requestFor(key, tenant, { name, ...body }), this.work(name, body)),
-    );
+    await this.put(tenant, key, name, body, reply);
+  }
+
+  /** The two routes differ only in their declared policy. */
+  private async put(tenant: string, key: IdempotencyKeyContext, name: string, body: SettingBody, reply: FastifyReply): Promise<void> {
+    const request = this.idempotency.requestFor(key, tenant, { name, ...body });
+    sendIdempotentResult(reply, await this.idempotency.execute(request, this.work(name, body)));
   }
 
   private work(name: string, body: SettingBody): IdempotentWork {

@@ -76,18 +76,24 @@ describe("TransactionRunner (integration, on the run's replica set)", () => {
 
   it('retries TransientTransactionError from a fresh start, committing once', async () => {
     let runs = 0;
+    let thrown = 0;
     await runner.run(async (session) => {
       runs++;
       await things.insertOne({ _id: `run-${runs}` }, { session });
-      if (runs < 3) throw labelled('TransientTransactionError');
+      if (thrown < 2) {
+        thrown++;
+        throw labelled('TransientTransactionError');
+      }
     });
-    expect(runs).toBe(3);
+    expect(thrown).toBe(2);
+    // Under `npm run test:conflicts` an injected WriteConflict on the insert is one more (genuine) retry.
+    expect(runs).toBeGreaterThanOrEqual(3);
     expect(
       await things
         .find()
         .map((doc) => doc._id)
         .toArray(),
-    ).toEqual(['run-3']);
+    ).toEqual([`run-${runs}`]);
   });
 
   it('gives up after TRANSACTION_MAX_RETRY_MS and surfaces the transient error', async () => {
