@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
+import mongoose from 'mongoose';
 import { InFlightWaiters } from '../src/idempotency/in-flight-waiters.js';
 import { OrdersService } from '../src/orders/orders.service.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
@@ -135,6 +136,19 @@ describeMode(mode, 'Idempotency-Key contract on POST /v1/orders', () => {
     const again = await post('k-order', reordered).expect(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.text).toBe(first.text);
+  });
+
+  it('reads a new key once: one owner look-up by _id, made before validation and reused by the claim', async () => {
+    const reads: unknown[] = [];
+    mongoose.set('debug', (collection: string, method: string, filter: unknown) => {
+      if (collection === 'idempotency_records' && (method === 'find' || method === 'findOne')) reads.push(filter);
+    });
+    try {
+      await post('k-one-read').expect(201);
+    } finally {
+      mongoose.set('debug', false);
+    }
+    expect(reads).toEqual([{ _id: { $in: [expect.stringMatching(/:key:k-one-read$/), expect.stringMatching(/:v1:k-one-read$/)] } }]);
   });
 
   it('answers a replay from its stored record before validation: the handler does not run again', async () => {
