@@ -62,6 +62,21 @@ describe('model-based regressions', () => {
     ]);
   });
 
+  // Found by CI (test:conflicts, seed 590374206): a request held at the provider when its customer
+  // was erased, in the same millisecond as its arrival. Its attempt was taken over and finished; once
+  // that record passed retention, the held request went round again and claimed the key afresh with
+  // the erased customer id, because a tie between arrival and erasure counted as "after the erasure".
+  it("a request that arrived in the same millisecond as its customer's erasure never claims after it", async () => {
+    await run([
+      new SendCommand(1, 'k-b', 0, 'after'),
+      new CrashCommand(1, 'before-response'),
+      new EraseCommand(0, { sameMillisecond: true }),
+      new AdvanceClockCommand(PAST_RETENTION),
+      new SendCommand(1, 'k-b', 3, 'none'),
+      new AdvanceClockCommand(PAST_RETENTION),
+    ]);
+  });
+
   // Tombstones (README): the model refuses a late retry of an answered body that runs again, and
   // accepts a new request from another body and from the same body once its customer was erased.
   it.each([

@@ -41,7 +41,10 @@ export class IdempotencyClaims {
    * first (re-read it). Throws SubjectErasedError, writing nothing, when the
    * request's data subject was erased after the request arrived: a request
    * that predates an erasure never stores the erased data (an erasure during
-   * a long wait, or before a zombie's attempt is abandoned and retried).
+   * a long wait, or before a zombie's attempt is abandoned and retried). An
+   * erasure in the very millisecond the request arrived counts as after it:
+   * the clock cannot order the two, and the cost of erring this way is one
+   * 410 whose retry is a new request; the other way, erased data kept.
    */
   async claim(
     kind: ClaimKind,
@@ -57,7 +60,7 @@ export class IdempotencyClaims {
           const claimed = await this.writeRecord(session, kind, recordId, old, request, lease);
           if (request.subject) {
             const erasedAt = await this.subjects.touchForClaim(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
-            if (erasedAt && erasedAt.getTime() > request.receivedAt.getTime()) throw new SubjectErasedError();
+            if (erasedAt && erasedAt.getTime() >= request.receivedAt.getTime()) throw new SubjectErasedError();
           }
           await work.begin(session, claimed);
           return claimed;

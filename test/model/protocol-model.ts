@@ -216,10 +216,14 @@ export class OutageCommand implements Cmd {
 }
 
 export class EraseCommand implements Cmd {
-  constructor(readonly customer: number) {}
+  constructor(
+    readonly customer: number,
+    /** Erase at the very millisecond of the command before it (the clock does not tick around it). */
+    readonly options: { sameMillisecond?: boolean } = {},
+  ) {}
   check = () => true;
   async run(model: Model, system: ProtocolSystem): Promise<void> {
-    const status = await system.erase(CUSTOMERS[this.customer]);
+    const status = await system.erase(CUSTOMERS[this.customer], { tick: !this.options.sameMillisecond });
     if (status !== 200) throw new Error(`erasure answered ${status}`);
     model.erased.add(CUSTOMERS[this.customer]);
     for (const variants of model.tombstones.values()) {

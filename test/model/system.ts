@@ -146,8 +146,16 @@ export class ProtocolSystem {
     return this.instances[instance].reaper.runOnce();
   }
 
-  async erase(customerId: string): Promise<number> {
+  /**
+   * The frozen clock ticks a millisecond before and after an erasure, as a
+   * real one would between commands: the model orders commands, and requests
+   * sent before or after must not share the erasure's millisecond (a tie
+   * counts as received before it). `tick: false` keeps the tie.
+   */
+  async erase(customerId: string, { tick = true }: { tick?: boolean } = {}): Promise<number> {
+    if (tick) this.clock.advance(1);
     const res = await this.primary.http().delete(`/v1/customers/${customerId}/data`).set(auth());
+    if (tick) this.clock.advance(1);
     return res.status;
   }
 
