@@ -106,18 +106,20 @@ export class IdempotencyService {
     // The optional Redis fast path first: a replay it holds costs no MongoDB read.
     const cached = await this.fastPath.replayEarly(recordId, fingerprint);
     if (cached === 'defer') return { replay: null };
-    if (cached) this.metrics.idempotencyOutcomes.inc({ operation: key.operation, outcome: 'replayed' });
-    if (cached) return { replay: cached };
+    if (cached) {
+      this.count(key, 'replayed');
+      return { replay: cached };
+    }
     let record: IdempotencyRecord | null;
     try {
-      record = await this.metrics.timeStore('lookup', () => this.findOwner(scope));
+      record = await this.metrics.timeStore('lookup', () => this.findOwner(recordId, scope));
     } catch (error) {
       // An 'open' route goes on to its handler, which decides (execute() runs it unguarded if the store is still down).
       if (key.onStoreDown === 'open' && isStoreUnreachable(error)) return { replay: null };
       throw error;
     }
     if (record && !isErasedFingerprint(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
-      this.metrics.idempotencyOutcomes.inc({ operation: key.operation, outcome: 'replayed' });
+      this.count(key, 'replayed');
       return { replay: await this.replay(record, recordId) };
     }
     return { replay: null, owner: { record } };
@@ -147,7 +149,7 @@ export class IdempotencyService {
       // Read first: a replay costs one look-up, not an aborted claim transaction. The first round may start
       // from the record read before validation - not after waiting on Redis: that record is older than the wait.
       const prefetched = round === 0 && cached === null ? request.prefetched : undefined;
-      const record = prefetched ? prefetched.record : await this.metrics.timeStore('lookup', () => this.findOwner(request));
+      const record = prefetched ? prefetched.record : await this.metrics.timeStore('lookup', () => this.findOwner(recordId, request));
       // Already waited its budget on Redis: a key MongoDB confirms in flight is answered 409 without waiting again.
       if (
         cached?.kind === 'still_in_flight' &&
@@ -252,10 +254,10 @@ export class IdempotencyService {
    * live record under an id of an earlier release still owns the key.
    */
   private findOwner(
+    recordId: string,
     request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>,
   ): Promise<IdempotencyRecord | null> {
-    const scope = this.scopeOf(request);
-    return this.records.findOwner(scopeKey(scope), legacyScopeKeys(scope, request.schemaVersion), this.clock.now());
+    return this.records.findOwner(recordId, legacyScopeKeys(this.scopeOf(request), request.schemaVersion), this.clock.now());
   }
 
   /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */
@@ -355,7 +357,7 @@ export class IdempotencyService {
     return { response, replayed: true, keyExpiresAt: record.expiresAt };
   }
 
-  private count(request: IdempotentRequest, outcome: string): void {
+  private count(request: Pick<IdempotentRequest, 'operation'>, outcome: string): void {
     this.metrics.idempotencyOutcomes.inc({ operation: request.operation, outcome });
   }
 }

@@ -36,10 +36,10 @@ export const LEGACY_SCOPE_KEY = /^[^:]+:[^:]+:[^:]+:v\d+:/;
 /**
  * Every id an earlier release may have given this key's record: one per
  * response schema version up to the route's current one (versions only go
- * up), so the owner look-up stays a read by _id.
+ * up), so the owner look-up stays a read by _id. The parts are those of
+ * scopeKey(scope), already checked there.
  */
 export function legacyScopeKeys(scope: KeyScope, upToVersion: number): string[] {
-  scopeKey(scope); // the same checks of the parts
   return Array.from(
     { length: upToVersion },
     (_, index) => `${scope.tenant}:${scope.service}:${scope.operation}:v${index + 1}:${scope.clientKey}`,

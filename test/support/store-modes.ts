@@ -37,6 +37,7 @@ export function currentStoreMode(): StoreMode {
 
 /** describe(), or describe.skip() with the reason in its title when the mode cannot run here. */
 export function describeMode(mode: StoreMode, title: string, body: () => void): void {
-  if (mode.skip) describe.skip(`${title} [${mode.name}: SKIPPED - ${mode.skip}]`, body);
-  else describe(`${title} [${mode.name}]`, body);
+  if (!mode.skip) return describe(`${title} [${mode.name}]`, body);
+  process.stdout.write(`SKIPPED "${title}" [${mode.name}]: ${mode.skip}\n`);
+  describe.skip(`${title} [${mode.name}: SKIPPED - ${mode.skip}]`, body);
 }
