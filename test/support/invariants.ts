@@ -1,12 +1,18 @@
 import type { Db } from 'mongodb';
+import { tombstoneId, tombstoneScope } from '../../src/idempotency/tombstone.js';
+import { ACCOUNTS, paidOrderJournal } from '../../src/ledger/journal.js';
 
 interface OrderDoc {
   _id: string;
   tenant: string;
+  customerId: string;
   state: string;
+  currency: string;
   amountMinor: number;
+  failureReason: string | null;
   paymentId: string | null;
   idempotency: { recordId: string; attempt: number };
+  stateHistory?: { saved?: Date };
   createdAt: Date;
 }
 
@@ -16,7 +22,50 @@ interface RecordDoc {
   operation: string;
   clientKey: string;
   status: string;
+  attempt: number;
+  fingerprint: { algorithm: string; value: string };
+  subject: string | null;
+  response: { status: number; headers: Record<string, string> } | null;
+  ttlSeconds: number;
   createdAt: Date;
+  expiresAt: Date;
+}
+
+interface ChargeDoc {
+  _id: string;
+  id: string;
+  status: string;
+  amountMinor: number;
+  currency: string;
+}
+
+interface PaymentDoc {
+  _id: string;
+  tenant: string;
+  orderId: string;
+  chargeKey: string;
+  providerChargeId: string;
+  amountMinor: number;
+  currency: string;
+  status: string;
+}
+
+interface EntryDoc {
+  tenant: string;
+  journalId: string;
+  orderId: string;
+  account: string;
+  direction: string;
+  amountMinor: number;
+  currency: string;
+}
+
+interface TombstoneDoc {
+  _id: string;
+  scope: string;
+  status: number;
+  location: string | null;
+  subject: string | null;
   expiresAt: Date;
 }
 
@@ -29,101 +78,277 @@ export interface InvariantInput {
   requireSettled?: boolean;
   /** The clock the service ran on (tests that move time); default: now. */
   now?: Date;
+  /** IDEMPOTENCY_TOMBSTONE_SECONDS of the service (default 30 days): how long an answered body stays refused. */
+  tombstoneSeconds?: number;
 }
+
+const DEFAULT_TOMBSTONE_SECONDS = 2_592_000;
 
 /** What the promise is about: one (tenant, operation, client key), whatever record id or schema version holds it. */
 export function scopeOf(record: Pick<RecordDoc, 'tenant' | 'operation' | 'clientKey'>): string {
   return JSON.stringify([record.tenant, record.operation, record.clientKey]);
 }
 
+/** Erasure leaves a pseudonym on orders and no subject on records. */
+const isErasedOrder = (order: Pick<OrderDoc, 'customerId'>) => /^erased_/.test(order.customerId);
+
+interface Store {
+  orders: OrderDoc[];
+  records: RecordDoc[];
+  charges: ChargeDoc[];
+  payments: PaymentDoc[];
+  entries: EntryDoc[];
+  events: { _id: string; type: string; payload: { id: string; amountMinor?: number; state?: string } }[];
+  tombstones: TombstoneDoc[];
+}
+
+async function load({ db, simulatorDb }: InvariantInput): Promise<Store> {
+  return {
+    orders: await db.collection<OrderDoc>('orders').find({}).toArray(),
+    records: await db.collection<RecordDoc>('idempotency_records').find({}).toArray(),
+    // Canceled keys (the reaper's cancel markers) are not charges.
+    charges: await simulatorDb.collection<ChargeDoc>('charges').find({ status: 'succeeded' }).toArray(),
+    payments: await db.collection<PaymentDoc>('payments').find({}).toArray(),
+    entries: await db.collection<EntryDoc>('ledger_entries').find({}).toArray(),
+    events: await db.collection<Store['events'][number]>('outbox_events').find({}).toArray(),
+    tombstones: await db.collection<TombstoneDoc>('idempotency_tombstones').find({}).toArray(),
+  };
+}
+
 /**
- * The promise of the service, checked on the database itself:
- * per key scope (tenant, operation, client key - not per record id, so two
- * records of one key are caught) at most one live record, at most one live
- * order and at most one provider charge; every charge recorded once; every
- * saved order has one balanced journal and one outbox event; failed orders
- * have no charge and no journal; acknowledged orders exist. Returns the
+ * The promise of the service, checked on the database itself (README,
+ * "Tests"): per key scope (tenant, operation, client key - not per record
+ * id, so two records of one key are caught) at most one live record and one
+ * live order; across retention windows, as long as a tombstone lives, one
+ * charge per answered body; every charge recorded once, with the charge's
+ * amount and id; every saved order one balanced four-line journal of its
+ * own amount and one outbox event; the provider's charges equal to the
+ * ledger's clearing account; every record consistent with its order and
+ * every final answer with its tombstone; failed orders without charge or
+ * journal; nothing orphaned; acknowledged orders exist. Returns the
  * violations (empty when all hold).
  */
 export async function findViolations(input: InvariantInput): Promise<string[]> {
-  const { db, simulatorDb } = input;
-  const violations: string[] = [];
-  const orders = await db.collection<OrderDoc>('orders').find({}).toArray();
-  const records = await db.collection<RecordDoc>('idempotency_records').find({}).toArray();
-  // Canceled keys (the reaper's tombstones) are not charges.
-  const charges = await simulatorDb.collection<{ _id: string; amountMinor: number }>('charges').find({ status: 'succeeded' }).toArray();
-  const chargeByOrder = new Map(charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
-
+  const store = await load(input);
   const now = input.now ?? new Date();
-  const recordsByScope = groupBy(records, scopeOf);
+  const tombstoneMs = (input.tombstoneSeconds ?? DEFAULT_TOMBSTONE_SECONDS) * 1000;
+  return [
+    ...perKey(store, now, tombstoneMs),
+    ...perOrder(store, input),
+    ...perRecord(store, now, tombstoneMs),
+    ...money(store),
+    ...(input.requireSettled ? settled(store) : []),
+  ];
+}
+
+function perKey(store: Store, now: Date, tombstoneMs: number): string[] {
+  const violations: string[] = [];
+  const recordsByScope = groupBy(store.records, scopeOf);
   for (const [scope, scopeRecords] of recordsByScope) {
     const live = scopeRecords.filter((record) => record.status === 'pending' || record.expiresAt > now);
     if (live.length > 1) violations.push(`key ${scope}: ${live.length} live idempotency records (${live.map((r) => r._id).join(', ')})`);
   }
-  const recordById = new Map(records.map((record) => [record._id, record]));
-  const ordersByScope = new Map<string, OrderDoc[]>();
-  for (const order of orders) {
+  const recordById = new Map(store.records.map((record) => [record._id, record]));
+  const chargeByOrder = new Map(store.charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
+  const ordersByScope = new Map<string, { record: RecordDoc; orders: OrderDoc[] }>();
+  for (const order of store.orders) {
     const record = recordById.get(order.idempotency.recordId);
     if (!record) {
       violations.push(`order ${order._id}: its idempotency record ${order.idempotency.recordId} is missing`);
       continue;
     }
-    // A key reused after its retention is a new window: only orders of the current window count together.
-    const windowStart = Math.min(...recordsByScope.get(scopeOf(record))!.map((r) => r.createdAt.getTime()));
-    if (order.createdAt.getTime() < windowStart) continue;
-    const scope = scopeOf(record);
-    ordersByScope.set(scope, [...(ordersByScope.get(scope) ?? []), order]);
+    const entry = ordersByScope.get(scopeOf(record)) ?? { record, orders: [] };
+    entry.orders.push(order);
+    ordersByScope.set(scopeOf(record), entry);
   }
-  for (const [scope, keyOrders] of ordersByScope) {
-    const live = keyOrders.filter((order) => order.state !== 'failed');
+  for (const [scope, { record, orders }] of ordersByScope) {
+    // Live orders: a key reused after its retention is a new window, so only orders of the current window count together.
+    const windowStart = Math.min(...recordsByScope.get(scope)!.map((r) => r.createdAt.getTime()));
+    const live = orders.filter((order) => order.state !== 'failed' && order.createdAt.getTime() >= windowStart);
     if (live.length > 1) violations.push(`key ${scope}: ${live.length} live orders`);
-    const charged = keyOrders.filter((order) => chargeByOrder.has(order._id));
-    if (charged.length > 1) violations.push(`key ${scope}: ${charged.length} provider charges`);
-  }
-
-  for (const order of orders) {
-    const charge = chargeByOrder.get(order._id);
-    const payments = await db.collection('payments').countDocuments({ orderId: order._id });
-    const entries = await db
-      .collection<{ direction: string; amountMinor: number; journalId: string }>('ledger_entries')
-      .find({ orderId: order._id })
-      .toArray();
-    const events = await db.collection('outbox_events').countDocuments({ 'payload.id': order._id, type: 'order.completed' });
-    if (order.state === 'failed') {
-      if (charge) violations.push(`order ${order._id}: failed but charged at the provider`);
-      if (payments || entries.length || events) violations.push(`order ${order._id}: failed but has payments/ledger/events`);
-      continue;
+    // Charges, across every window: each answered (saved) order is its body's one charge while its tombstone lives -
+    // the tombstone is one document per (key, body), so two saved orders of one body cannot both be named by one.
+    const digest = tombstoneScope(record);
+    const tombs = store.tombstones.filter((tomb) => tomb.scope === digest || tomb._id.startsWith(`${digest}:`));
+    const charged = orders.filter((order) => chargeByOrder.has(order._id));
+    const unanswered = charged.filter((order) => order.state !== 'saved');
+    if (unanswered.length > 1) violations.push(`key ${scope}: ${unanswered.length} provider charges without an answer`);
+    for (const order of charged.filter((candidate) => candidate.state === 'saved')) {
+      const savedAt = (order.stateHistory?.saved ?? order.createdAt).getTime();
+      // Its tombstone lives at least until retention (from the finish) plus the tombstone's own life.
+      if (savedAt + record.ttlSeconds * 1000 + tombstoneMs <= now.getTime()) continue;
+      const named = tombs.some((tomb) => tomb.location === `/v1/orders/${order._id}`);
+      // An erased customer's tombstone stays, privacy-safe (issue 21): it names nobody, and may not name the order.
+      const privacySafe = isErasedOrder(order) && tombs.some((tomb) => tomb.subject === null && tomb.expiresAt > now);
+      if (!named && !privacySafe)
+        violations.push(`key ${scope}: saved order ${order._id} has no tombstone, so a late retry of its body would charge again`);
     }
-    if (charge && charge.amountMinor !== order.amountMinor) violations.push(`order ${order._id}: charge amount differs`);
-    if (order.state === 'charged' || order.state === 'saved') {
-      if (!charge) violations.push(`order ${order._id}: ${order.state} without a provider charge`);
-      if (payments !== 1) violations.push(`order ${order._id}: ${payments} payment documents`);
-    }
-    if (order.state === 'saved') {
-      const journals = new Set(entries.map((entry) => entry.journalId));
-      const balance = entries.reduce((sum, e) => sum + (e.direction === 'debit' ? e.amountMinor : -e.amountMinor), 0);
-      if (journals.size !== 1 || entries.length === 0) violations.push(`order ${order._id}: ${journals.size} journals`);
-      if (balance !== 0) violations.push(`order ${order._id}: journal off by ${balance}`);
-      if (events !== 1) violations.push(`order ${order._id}: ${events} order.completed events`);
-    } else if (entries.length || events) {
-      violations.push(`order ${order._id}: ${order.state} but already has ledger/events`);
-    }
-    if (input.requireSettled && (order.state === 'pending' || order.state === 'charged')) {
-      violations.push(`order ${order._id}: still ${order.state}`);
-    }
-  }
-  for (const charge of charges) {
-    if (!orders.some((order) => order._id === charge._id.replace(/^charge:/, ''))) violations.push(`charge ${charge._id}: no order`);
-  }
-  for (const id of input.acknowledgedOrderIds ?? []) {
-    const order = orders.find((candidate) => candidate._id === id);
-    if (!order || order.state !== 'saved') violations.push(`acknowledged order ${id}: ${order ? order.state : 'missing'}`);
-  }
-  if (input.requireSettled) {
-    const pending = await db.collection('idempotency_records').countDocuments({ status: 'pending' });
-    if (pending) violations.push(`${pending} idempotency records still pending`);
+    if (charged.length > tombs.length + 1)
+      violations.push(`key ${scope}: ${charged.length} provider charges, ${tombs.length} answered bodies`);
   }
   return violations;
+}
+
+function perOrder(store: Store, input: InvariantInput): string[] {
+  const violations: string[] = [];
+  const chargeByOrder = new Map(store.charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
+  const paymentsByOrder = groupBy(store.payments, (payment) => payment.orderId);
+  const entriesByOrder = groupBy(store.entries, (entry) => entry.orderId);
+  const eventsByOrder = groupBy(
+    store.events.filter((event) => event.type === 'order.completed'),
+    (event) => event.payload.id,
+  );
+  for (const order of store.orders) {
+    const charge = chargeByOrder.get(order._id);
+    const payments = paymentsByOrder.get(order._id) ?? [];
+    const entries = entriesByOrder.get(order._id) ?? [];
+    const events = eventsByOrder.get(order._id) ?? [];
+    const where = `order ${order._id}`;
+    if (order.state === 'failed') {
+      if (charge) violations.push(`${where}: failed but charged at the provider`);
+      if (payments.length || entries.length || events.length) violations.push(`${where}: failed but has payments/ledger/events`);
+      continue;
+    }
+    if (charge && charge.amountMinor !== order.amountMinor) violations.push(`${where}: charge amount differs`);
+    if (order.state === 'charged' || order.state === 'saved') {
+      if (!charge) violations.push(`${where}: ${order.state} without a provider charge`);
+      if (payments.length !== 1) violations.push(`${where}: ${payments.length} payment documents`);
+      for (const payment of payments) {
+        const same =
+          charge &&
+          payment.amountMinor === charge.amountMinor &&
+          payment.amountMinor === order.amountMinor &&
+          payment.providerChargeId === charge.id &&
+          payment.chargeKey === charge._id &&
+          payment.currency === order.currency &&
+          payment.tenant === order.tenant &&
+          order.paymentId === payment._id;
+        if (!same) violations.push(`${where}: its payment ${payment._id} does not match its charge (amount, id, key, currency, tenant)`);
+      }
+    }
+    if (order.state === 'saved') {
+      violations.push(...journalViolations(order, entries));
+      if (events.length !== 1) violations.push(`${where}: ${events.length} order.completed events`);
+      for (const event of events) {
+        if (event.payload.amountMinor !== order.amountMinor || event.payload.state !== 'saved')
+          violations.push(`${where}: its order.completed event says ${event.payload.amountMinor} ${event.payload.state}`);
+      }
+    } else if (entries.length || events.length) {
+      violations.push(`${where}: ${order.state} but already has ledger/events`);
+    }
+    if (input.requireSettled && (order.state === 'pending' || order.state === 'charged')) violations.push(`${where}: still ${order.state}`);
+  }
+  const orderIds = new Set(store.orders.map((order) => order._id));
+  for (const charge of store.charges) {
+    if (!orderIds.has(charge._id.replace(/^charge:/, ''))) violations.push(`charge ${charge._id}: no order`);
+  }
+  for (const [orderId] of paymentsByOrder) if (!orderIds.has(orderId)) violations.push(`payment of order ${orderId}: no order`);
+  for (const [orderId] of entriesByOrder) if (!orderIds.has(orderId)) violations.push(`ledger entries of order ${orderId}: no order`);
+  for (const [orderId] of eventsByOrder) if (!orderIds.has(orderId)) violations.push(`event of order ${orderId}: no order`);
+  for (const id of input.acknowledgedOrderIds ?? []) {
+    const order = store.orders.find((candidate) => candidate._id === id);
+    if (!order || order.state !== 'saved') violations.push(`acknowledged order ${id}: ${order ? order.state : 'missing'}`);
+  }
+  return violations;
+}
+
+/** One journal of the order's own amount: sale and settlement, four lines, balanced, in its currency and tenant. */
+function journalViolations(order: OrderDoc, entries: EntryDoc[]): string[] {
+  const where = `order ${order._id}`;
+  const journals = new Set(entries.map((entry) => entry.journalId));
+  const balance = entries.reduce((sum, e) => sum + (e.direction === 'debit' ? e.amountMinor : -e.amountMinor), 0);
+  const out: string[] = [];
+  if (journals.size !== 1 || entries.length === 0) out.push(`${where}: ${journals.size} journals`);
+  if (balance !== 0) out.push(`${where}: journal off by ${balance}`);
+  const line = (l: { account: string; direction: string; amountMinor: number }) => `${l.account}/${l.direction}/${l.amountMinor}`;
+  const expected = paidOrderJournal(order.amountMinor).map(line).sort();
+  if (JSON.stringify(entries.map(line).sort()) !== JSON.stringify(expected))
+    out.push(`${where}: journal lines ${JSON.stringify(entries.map(line))} are not the sale and settlement of ${order.amountMinor}`);
+  if (entries.some((entry) => entry.currency !== order.currency || entry.tenant !== order.tenant))
+    out.push(`${where}: journal in another currency or tenant`);
+  return out;
+}
+
+/** Each record against the order of its current attempt, its stored answer, and its tombstone. */
+function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
+  const violations: string[] = [];
+  const tombById = new Map(store.tombstones.map((tomb) => [tomb._id, tomb]));
+  for (const record of store.records) {
+    const where = `record ${record._id}`;
+    const order = store.orders.find(
+      (candidate) =>
+        candidate.idempotency.recordId === record._id &&
+        candidate.idempotency.attempt === record.attempt &&
+        candidate.createdAt.getTime() >= record.createdAt.getTime(),
+    );
+    const response = record.response;
+    if (response && response.status >= 500) violations.push(`${where}: a stored ${response.status}`);
+    // Erasure: the stored answer is a 410 and the record names no subject.
+    const erased = record.subject === null;
+    if (!order) {
+      violations.push(`${where}: no order for its attempt ${record.attempt}`);
+      continue;
+    }
+    const expected: Record<string, (o: OrderDoc) => boolean> = {
+      pending: (o) => o.state === 'pending' || o.state === 'charged',
+      complete: (o) => o.state === 'saved',
+      failed: (o) => o.state === 'failed',
+    };
+    if (!expected[record.status]?.(order)) violations.push(`${where}: ${record.status} beside its order ${order._id} ${order.state}`);
+    if (record.status === 'pending' && response) violations.push(`${where}: pending with a stored answer`);
+    if (record.status === 'complete' && !response) violations.push(`${where}: complete without a stored answer`);
+    if (record.status === 'failed' && response && order.failureReason !== 'card_declined' && response.status !== 410)
+      violations.push(`${where}: a stored answer for an order that failed with ${order.failureReason}`);
+    if (record.status === 'failed' && !response && order.failureReason === 'card_declined')
+      violations.push(`${where}: a declined order whose 402 was not stored`);
+    if (response && response.status !== 410) {
+      const status = record.status === 'complete' ? 201 : 402;
+      if (response.status !== status) violations.push(`${where}: stored ${response.status} for a ${record.status} record`);
+      const location = response.headers?.location ?? null;
+      if (status === 201 && location !== `/v1/orders/${order._id}`)
+        violations.push(`${where}: its stored answer names ${location}, not ${order._id}`);
+    }
+    if (!response || erased || response.status === 410) continue;
+    // Every final answer leaves its tombstone, with that answer's status and location (README, Tombstones).
+    const finishedBefore = record.expiresAt.getTime() + tombstoneMs;
+    if (finishedBefore <= now.getTime()) continue;
+    const tomb = tombById.get(tombstoneId(tombstoneScope(record), record.fingerprint));
+    if (!tomb) violations.push(`${where}: a final answer without its tombstone`);
+    else if (tomb.status !== response.status || tomb.location !== (response.headers?.location ?? null))
+      violations.push(`${where}: its tombstone says ${tomb.status} ${tomb.location}`);
+  }
+  return violations;
+}
+
+/** The provider's charges against our books: every succeeded charge is on the clearing account, or still on its way. */
+function money(store: Store): string[] {
+  const orderById = new Map(store.orders.map((order) => [order._id, order]));
+  const byCurrency = new Map<string, { charged: number; cleared: number }>();
+  const add = (currency: string, what: 'charged' | 'cleared', amount: number) => {
+    const sums = byCurrency.get(currency) ?? { charged: 0, cleared: 0 };
+    sums[what] += amount;
+    byCurrency.set(currency, sums);
+  };
+  for (const charge of store.charges) {
+    const order = orderById.get(charge._id.replace(/^charge:/, ''));
+    // Charged but not saved yet: the journal comes with the save.
+    if (order && order.state !== 'pending' && order.state !== 'charged') add(charge.currency, 'charged', charge.amountMinor);
+  }
+  for (const entry of store.entries) {
+    if (entry.account !== ACCOUNTS.providerClearing) continue;
+    add(entry.currency, 'cleared', entry.direction === 'debit' ? entry.amountMinor : -entry.amountMinor);
+  }
+  const out: string[] = [];
+  for (const [currency, { charged, cleared }] of byCurrency) {
+    if (charged !== cleared)
+      out.push(`${currency}: the provider charged ${charged} for answered orders, the clearing account holds ${cleared}`);
+  }
+  return out;
+}
+
+function settled(store: Store): string[] {
+  const pending = store.records.filter((record) => record.status === 'pending').length;
+  return pending ? [`${pending} idempotency records still pending`] : [];
 }
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
