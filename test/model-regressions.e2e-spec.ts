@@ -18,11 +18,11 @@ describe('model-based regressions', () => {
     await settle(model, system);
   };
 
-  // The model's own accounting: an armed crash fires in the reaper too.
-  it('a zombie held after the charge, its record reaped past retention, then resumed', async () => {
+  // The model's own accounting: a crash armed on the other instance does not fire in this one's reaper.
+  it('a zombie held after the charge, its record completed by the reaper past retention, then resumed', async () => {
     await run([
       new SendCommand(0, 'k-a', 0, 'after'),
-      new CrashCommand(0, 'after-charged'),
+      new CrashCommand(1, 'after-charged'),
       new AdvanceClockCommand(SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1),
       new ReaperCommand(0),
     ]);
@@ -49,9 +49,9 @@ describe('model-based regressions', () => {
   });
 
   // Found by CI (the planted-defect run, any gateway): a retry after the erasure took over the erased
-  // attempt and was answered with the pseudonymized order. That request finished after its customer's
-  // erasure, so it leaves no tombstone (README): its late retry past retention is a new request.
-  it('a retry after the erasure finishes the erased attempt; past retention the same body is new', async () => {
+  // attempt and was answered with the pseudonymized order. Its late retry past retention must not run
+  // again (issue 21: the erased answer leaves a privacy-safe tombstone, so 409 and no second charge).
+  it('a retry after the erasure finishes the erased attempt; past retention its late retry is refused', async () => {
     await run([
       new SendCommand(0, 'k-a', 0, 'before'),
       new AdvanceClockCommand(PAST_LEASE),
@@ -77,8 +77,9 @@ describe('model-based regressions', () => {
     ]);
   });
 
-  // Tombstones (README): the model refuses a late retry of an answered body that runs again, and
-  // accepts a new request from another body and from the same body once its customer was erased.
+  // Tombstones (README): the model refuses a late retry of an answered body that runs again, accepts
+  // a new request from another body, and keeps refusing the same body after its customer's erasure
+  // (issue 21: a privacy-safe tombstone stays; the late retry gets 409 and charges nothing).
   it.each([
     [
       'the same body is answered 409 from its tombstone',
@@ -93,7 +94,7 @@ describe('model-based regressions', () => {
       [new SendCommand(0, 'k-a', 2, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(0, 'k-a', 2, 'none')],
     ],
     [
-      'after the erasure the same body is a new request',
+      'after the erasure the same body is still refused',
       [
         new SendCommand(0, 'k-a', 0, 'none'),
         new AdvanceClockCommand(PAST_RETENTION),
@@ -101,7 +102,60 @@ describe('model-based regressions', () => {
         new SendCommand(0, 'k-a', 0, 'none'),
       ],
     ],
+    [
+      'erased within retention, then past it, the same body is still refused',
+      [
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new EraseCommand(0),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new SendCommand(0, 'k-a', 0, 'none'),
+      ],
+    ],
+    [
+      'once the tombstone itself expired, the same body is a new request',
+      [
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(SETTINGS.tombstoneSeconds * 1000),
+        new SendCommand(0, 'k-a', 0, 'none'),
+      ],
+    ],
   ])('a late retry past retention: %s', async (_, commands) => {
     await run(commands);
   });
+
+  // Issue 21 (M2): a record erased while in flight keeps a keyed fingerprint. Another body is still 422,
+  // and only the same request takes the dead worker's attempt over, once its lease expired.
+  it('erased in flight: another body gets 422, the same body resumes the attempt after the lease', async () => {
+    await run([
+      new CrashCommand(0, 'after-claim'),
+      new SendCommand(0, 'k-a', 0, 'none'),
+      new EraseCommand(0),
+      new SendCommand(1, 'k-a', 3, 'none'),
+      new SendCommand(1, 'k-a', 0, 'none'),
+      new AdvanceClockCommand(PAST_LEASE),
+      new SendCommand(1, 'k-a', 3, 'none'),
+      new SendCommand(1, 'k-a', 0, 'none'),
+    ]);
+  });
+
+  // A dead worker's lease is honoured until it expires (audit F8): 409 in use, then the takeover resumes it.
+  it.each(['after-claim', 'after-charge', 'after-charged'] as const)(
+    'a worker dead at %s: 409 until its lease expires, then resumed',
+    async (point) => {
+      await run([
+        new CrashCommand(0, point),
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(SETTINGS.leaseMs - 1),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(1),
+        new SendCommand(1, 'k-a', 0, 'none'),
+      ]);
+    },
+  );
 });

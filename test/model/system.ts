@@ -4,7 +4,8 @@ import { FaultInjector } from '../../src/common/fault-injector.js';
 import type { FaultPoint } from '../../src/config/configuration.js';
 import { IdempotencyReaper, type ReaperRun } from '../../src/idempotency/idempotency-reaper.js';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
-import { ControllableGateway, ThrowingFaultInjector } from '../support/controllable-gateway.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
+import { ControllableGateway, installCrashStandIn, ThrowingFaultInjector } from '../support/controllable-gateway.js';
 import { auth, startApp, type TestApp } from '../support/test-app.js';
 
 /** One clock for every instance, moved only by the test. */
@@ -18,6 +19,16 @@ export class ManualClock extends Clock {
 
   advance(ms: number): void {
     this.offsetMs += ms;
+  }
+
+  /** Milliseconds moved since the last reset: the model's own time axis. */
+  get offset(): number {
+    return this.offsetMs;
+  }
+
+  /** A model time as the service's Date. */
+  at(offsetMs: number): Date {
+    return new Date(this.base + offsetMs);
   }
 
   reset(): void {
@@ -37,6 +48,8 @@ export interface Reply {
   status: number;
   body: string;
   replayed: boolean;
+  location?: string;
+  retryAfter?: string;
 }
 
 /** A request stopped at the provider call (before or after it charged): it resumes when the model says so. */
@@ -49,7 +62,17 @@ export interface Zombie {
 }
 
 // A resume window longer than the lease: a released attempt (outage) outlives the lease without being reaped.
-export const SETTINGS = { leaseMs: 5_000, ttlSeconds: 60, resumeWindowMs: 15_000 };
+// Tombstones live two retention periods past retention, so a few clock jumps reach their end too.
+export const SETTINGS = { leaseMs: 5_000, ttlSeconds: 60, resumeWindowMs: 15_000, tombstoneSeconds: 120 };
+
+export interface SystemOptions {
+  /** The payment gateway class of every instance (a planted defect can swap it). */
+  gateway?: Type<ControllableGateway>;
+  /** IDEMPOTENCY_IN_FLIGHT_WAIT_MS (default 0: a duplicate in flight is answered 409 at once). */
+  inFlightWaitMs?: number;
+  /** REDIS_URL: the Redis fast path on. */
+  redisUrl?: string;
+}
 
 /**
  * The system under test of the model-based suite: two real AppModules on one
@@ -66,8 +89,8 @@ export class ProtocolSystem {
     readonly clock: ManualClock,
   ) {}
 
-  /** `gateway`: the payment gateway class of every instance (a planted defect can swap it). */
-  static async start(dbName: string, gateway: Type<ControllableGateway> = ControllableGateway): Promise<ProtocolSystem> {
+  static async start(dbName: string, options: SystemOptions = {}): Promise<ProtocolSystem> {
+    const gateway = options.gateway ?? ControllableGateway;
     const clock = new ManualClock();
     const instances: Instance[] = [];
     for (let i = 0; i < 2; i++) {
@@ -78,8 +101,10 @@ export class ProtocolSystem {
         env: {
           IDEMPOTENCY_LOCK_TIMEOUT_MS: String(SETTINGS.leaseMs),
           IDEMPOTENCY_TTL_SECONDS: String(SETTINGS.ttlSeconds),
-          IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '0',
+          IDEMPOTENCY_IN_FLIGHT_WAIT_MS: String(options.inFlightWaitMs ?? 0),
           IDEMPOTENCY_RESUME_WINDOW_MS: String(SETTINGS.resumeWindowMs),
+          IDEMPOTENCY_TOMBSTONE_SECONDS: String(SETTINGS.tombstoneSeconds),
+          ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
         },
         override: (builder) =>
           builder
@@ -90,7 +115,10 @@ export class ProtocolSystem {
             .overrideProvider(FaultInjector)
             .useValue(faults),
       });
-      instances.push({ t, faults, gateway: t.app.get(PaymentGateway) as ControllableGateway, reaper: t.app.get(IdempotencyReaper) });
+      const controllable = t.app.get(PaymentGateway) as ControllableGateway;
+      // A crash is a crash: the dead worker never gives its lease back.
+      installCrashStandIn(t.app, faults, controllable);
+      instances.push({ t, faults, gateway: controllable, reaper: t.app.get(IdempotencyReaper) });
     }
     return new ProtocolSystem(instances, clock);
   }
@@ -101,7 +129,26 @@ export class ProtocolSystem {
 
   async send(instance: number, key: string, body: object): Promise<Reply> {
     const res = await this.instances[instance].t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
-    return { status: res.status, body: res.text, replayed: res.headers['idempotent-replayed'] === 'true' };
+    const header = (name: string) => (res.headers[name] as string | undefined) ?? undefined;
+    return {
+      status: res.status,
+      body: res.text,
+      replayed: res.headers['idempotent-replayed'] === 'true',
+      location: header('location'),
+      retryAfter: header('retry-after'),
+    };
+  }
+
+  /** Non-zero series of the metrics the README says must stay 0, on every instance. */
+  async mustStayZero(): Promise<string[]> {
+    const found: string[] = [];
+    for (const { t } of this.instances) {
+      const text = await t.app.get(MetricsService).registry.metrics();
+      for (const line of text.split('\n')) {
+        if (/^idempotency_(duplicate_creations|state_conflicts)_total\S* [1-9]/.test(line)) found.push(line);
+      }
+    }
+    return found;
   }
 
   /**
@@ -176,6 +223,7 @@ export class ProtocolSystem {
     for (const instance of this.instances) {
       instance.gateway.reset();
       instance.faults.reset();
+      instance.t.app.get(MetricsService).registry.resetMetrics();
     }
     this.clock.reset();
     await this.primary.reset();

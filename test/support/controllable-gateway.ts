@@ -1,11 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type INestApplicationContext } from '@nestjs/common';
 import type { FaultPoint } from '../../src/config/configuration.js';
+import { IdempotencyRecordRepository } from '../../src/idempotency/idempotency-record.repository.js';
 import { PaymentProviderUnavailableError, type ChargeRequest, type ChargeResult } from '../../src/payments/payment-gateway.port.js';
 import { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
 
 export class SimulatedCrash extends Error {
-  constructor() {
-    super('simulated crash after the provider charged');
+  constructor(where = 'after the provider charged') {
+    super(`simulated crash ${where}`);
   }
 }
 
@@ -17,6 +18,8 @@ export class SimulatedCrash extends Error {
 @Injectable()
 export class ControllableGateway extends SimulatedPaymentGateway {
   calls = 0;
+  /** Set by installCrashStandIn: a crash here is a dead worker too (no release follows it). */
+  onCrash: () => void = () => undefined;
   private outages = 0;
   private crashes = 0;
   private latch: { phase: 'before' | 'after'; reached: () => void; release: Promise<void> } | null = null;
@@ -64,6 +67,7 @@ export class ControllableGateway extends SimulatedPaymentGateway {
     if (this.latch?.phase === 'after') await this.wait();
     if (this.crashes > 0) {
       this.crashes--;
+      this.onCrash();
       throw new SimulatedCrash();
     }
     return result;
@@ -79,12 +83,20 @@ export class ControllableGateway extends SimulatedPaymentGateway {
 
 /**
  * In-process stand-in for FAULT_CRASH_AT: instead of SIGKILL it throws at
- * the armed point once, leaving the database exactly as a crash there would
- * (the real-process version is exercised by the chaos tests).
+ * the armed point once. A throw alone is not a crash: the service's catch
+ * would give the lease back, which a dead process never does. So, with
+ * installCrashStandIn, the release that follows a simulated crash is
+ * skipped (and counted): the database is left exactly as a SIGKILL there
+ * would leave it - a live lease nobody holds, honoured until it expires.
+ * The real-process version is exercised by the chaos tests.
  */
 export class ThrowingFaultInjector {
   private armed: string | null = null;
   private fired = false;
+  /** Crashes whose worker's own clean-up (the release in the service's catch) is still to be skipped. */
+  private dying = 0;
+  /** Releases skipped because their worker had crashed: what a dead process never ran. */
+  releasesSkipped = 0;
 
   crashOnceAt(point: FaultPoint): void {
     this.armed = point;
@@ -93,6 +105,26 @@ export class ThrowingFaultInjector {
   reset(): void {
     this.armed = null;
     this.fired = false;
+    this.dying = 0;
+  }
+
+  /**
+   * The worker that just crashed is dead: its release is skipped. The catch
+   * that would run it is reached within the same turn of the event loop
+   * (only promise continuations lie between the throw and the release), so
+   * the mark ends with the turn and never touches another request's release.
+   */
+  markDead(): void {
+    this.dying++;
+    setImmediate(() => (this.dying = 0));
+  }
+
+  /** The release seam (installCrashStandIn): true when this release is a dead worker's and must not happen. */
+  skipRelease(): boolean {
+    if (this.dying === 0) return false;
+    this.dying--;
+    this.releasesSkipped++;
+    return true;
   }
 
   /** Whether the armed crash fired since the last call; an unfired one is disarmed. */
@@ -106,6 +138,23 @@ export class ThrowingFaultInjector {
     if (this.armed !== point) return;
     this.armed = null;
     this.fired = true;
-    throw new SimulatedCrash();
+    // before-response is after the work: no release follows it, so there is nothing to skip.
+    if (point !== 'before-response') this.markDead();
+    throw new SimulatedCrash(`at ${point}`);
   }
+}
+
+/**
+ * Makes the in-process crash a crash (audit F8): the lease release in the
+ * catch of IdempotencyService.drive and IdempotencyReaper.reap - the only
+ * clean-up a request or a reaper pass makes after its work threw - is
+ * skipped when the throw was a simulated crash. Test code only; the
+ * production FaultInjector SIGKILLs the process, which skips it for real.
+ */
+export function installCrashStandIn(app: INestApplicationContext, faults: ThrowingFaultInjector, gateway?: ControllableGateway): void {
+  const records = app.get(IdempotencyRecordRepository);
+  const release = records.release.bind(records);
+  records.release = (...args: Parameters<IdempotencyRecordRepository['release']>) =>
+    faults.skipRelease() ? Promise.resolve(false) : release(...args);
+  if (gateway) gateway.onCrash = () => faults.markDead();
 }
