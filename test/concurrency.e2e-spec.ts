@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { IdempotencyReaper, type ReaperRun } from '../src/idempotency/idempotency-reaper.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
-import { ControllableGateway } from './support/controllable-gateway.js';
+import { ControllableGateway, heldLeases, withCrashStandIn, type ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
@@ -12,13 +12,17 @@ interface Instance {
   t: TestApp;
   gateway: ControllableGateway;
   reaper: IdempotencyReaper;
+  faults: ThrowingFaultInjector;
 }
 
 /**
  * Paths where several instances meet on one key, one record or one charge
- * key - each raced for real over one store (on the emulator, through the
- * serializing proxy; with EMULATOR_WRITE_CONFLICT_RATE, with write conflicts
- * too). Every test ends on the invariant checker.
+ * key, sent at once over one store (on the emulator, through the serializing
+ * proxy, so their transactions are admitted one at a time; with
+ * EMULATOR_WRITE_CONFLICT_RATE, with write conflicts too). Each test shows
+ * that the parties it races all reached the contested step (counts, not
+ * sleeps), requires exactly one outcome per key, and ends on the invariant
+ * checker. Crashes are the stand-in's: the dead worker's lease stays held.
  */
 describe('concurrency between instances', () => {
   const instances: Instance[] = [];
@@ -33,13 +37,17 @@ describe('concurrency between instances', () => {
         env: { IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS), IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '0' },
         override: (builder) => builder.overrideProvider(PaymentGateway).useClass(ControllableGateway),
       });
-      instances.push({ t, gateway: t.app.get(PaymentGateway) as ControllableGateway, reaper: t.app.get(IdempotencyReaper) });
+      const gateway = t.app.get(PaymentGateway) as ControllableGateway;
+      instances.push({ t, gateway, reaper: t.app.get(IdempotencyReaper), faults: withCrashStandIn(t.app, gateway) });
     }
     [a, b] = instances;
   });
   beforeEach(async () => {
     await a.t.reset();
-    for (const instance of instances) instance.gateway.reset();
+    for (const instance of instances) {
+      instance.gateway.reset();
+      instance.faults.reset();
+    }
   });
   afterAll(async () => {
     for (const instance of instances) await instance.t.close();
@@ -57,10 +65,13 @@ describe('concurrency between instances', () => {
   it('three reapers on one stale charged record: one completes it, the others lose the lease or find nothing', async () => {
     a.gateway.crashAfterNextCharge();
     await post(a, 'k-three-reapers').expect(500);
+    expect(await heldLeases(a.t.db, LEASE_MS)).toBe(1);
     await expireLeases();
 
     const runs = await Promise.all(instances.map((instance) => instance.reaper.runOnce()));
     expect(total(runs, 'completed')).toBe(1);
+    // All three scanned it or lost it: one reconciliation reached the provider, the others found it taken.
+    expect(total(runs, 'completed') + total(runs, 'lost_lease') + runs.filter((run) => run.examined === 0).length).toBe(3);
     expect(total(runs, 'error')).toBe(0);
     expect(await a.t.db.collection('orders').find({}).toArray()).toMatchObject([{ state: 'saved' }]);
     expect(await succeededCharges()).toBe(1);
@@ -89,11 +100,15 @@ describe('concurrency between instances', () => {
       const key = `k-retry-vs-reaper-${round}`;
       a.gateway.crashAfterNextCharge();
       await post(a, key).expect(500);
+      expect(await heldLeases(a.t.db, LEASE_MS)).toBe(1);
       await expireLeases();
 
+      // The offsets vary who gets there first; whoever does, exactly one of them finishes the attempt.
       const [retry, run] = await Promise.all([post(a, key), sleep(round * 3).then(() => b.reaper.runOnce())]);
       expect([201, 409]).toContain(retry.status);
       expect(run.error).toBe(0);
+      const retryFinishedIt = retry.status === 201 && retry.headers['idempotent-replayed'] === undefined;
+      expect(Number(retryFinishedIt) + run.completed).toBe(1);
       const again = retry.status === 201 ? retry : await post(a, key).expect(201);
       const orders = await a.t.db
         .collection('orders')
@@ -120,7 +135,12 @@ describe('concurrency between instances', () => {
       hold.release();
       const [res, run] = await Promise.all([paused, reaped]);
       expect(run.error).toBe(0);
-      expect([201, 409, 503]).toContain(res.status);
+      // Both reached the provider with that charge key: the race happened (whichever won it).
+      expect(a.gateway.calls).toBeGreaterThanOrEqual(round + 1);
+      expect(b.gateway.reconciles).toBe(round + 1);
+      // One outcome: the charge won (the reaper saves it, the worker gets it replayed) or the cancel did (the
+      // worker's attempt is abandoned and it runs the next one) - or the reaper still held the key (409).
+      expect([201, 409]).toContain(res.status);
       if (res.status === 201) acknowledged.push(res.body.id);
     }
     await expireLeases();

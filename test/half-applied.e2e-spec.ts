@@ -61,6 +61,8 @@ describe('half-applied state: adopt what is exactly ours, surface the rest', () 
   it('a payment already written exactly as the charge phase would write it is adopted: the retry finishes the order', async () => {
     gateway.crashAfterNextCharge();
     await post('k-adopt-payment').expect(500);
+    // A dead worker: its lease is still held (no release ran), until expireLeases() below.
+    expect(faults.releasesSkipped).toBe(1);
     const order = await theOrder();
     expect(order.state).toBe('pending');
     await t.db.collection<Doc>('payments').insertOne(await paymentAsWritten(order));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
-import { ControllableGateway, ThrowingFaultInjector } from './support/controllable-gateway.js';
+import { ControllableGateway, heldLeases, ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
 import { auth, type TestApp } from './support/test-app.js';
@@ -41,6 +41,9 @@ describe('recovery: reaper and lease fencing', () => {
   it('completes a stale attempt the provider charged: order saved, replayed to the client later', async () => {
     gateway.crashAfterNextCharge();
     await post('k-reap-charged').expect(500);
+    // Dead, not failed: no release ran, the lease runs its full term (the reaper takes it once it expires).
+    expect(faults.releasesSkipped).toBe(1);
+    expect(await heldLeases(t.db, LEASE_MS)).toBe(1);
     await expireLeases();
     const run = await reaper.runOnce();
     expect(run).toMatchObject({ examined: 1, completed: 1, abandoned: 0 });
@@ -81,6 +84,8 @@ describe('recovery: reaper and lease fencing', () => {
     faults.crashOnceAt('after-charged');
     await post('k-reap-t1').expect(500);
     expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'charged' });
+    expect(faults.releasesSkipped).toBe(1);
+    expect(await heldLeases(t.db, LEASE_MS)).toBe(1);
     await expireLeases();
     expect((await reaper.runOnce()).completed).toBe(1);
     expect(await t.db.collection('orders').findOne({})).toMatchObject({ state: 'saved' });
@@ -89,19 +94,24 @@ describe('recovery: reaper and lease fencing', () => {
   });
 
   it('phases driven one by one: a retry after each crash point finishes the order without a second charge', async () => {
-    for (const point of ['after-claim', 'after-charge', 'after-charged'] as const) {
+    for (const point of ['after-claim', 'after-charge', 'after-charged', 'before-response'] as const) {
       await t.reset();
       gateway.reset();
+      faults.reset();
       faults.crashOnceAt(point);
       await post(`k-phase-${point}`).expect(500);
+      // Before the response the work is done and there is no lease left; at every other point the dead worker's stays held.
+      expect(faults.releasesSkipped).toBe(point === 'before-response' ? 0 : 1);
+      expect(await heldLeases(t.db, LEASE_MS)).toBe(point === 'before-response' ? 0 : 1);
       await expireLeases();
       const retry = await post(`k-phase-${point}`).expect(201);
+      expect(retry.headers['idempotent-replayed']).toBe(point === 'before-response' ? 'true' : undefined);
       expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(1);
       expect(await findViolations({ ...t, acknowledgedOrderIds: [retry.body.id], requireSettled: true })).toEqual([]);
     }
   });
 
-  it('leaves live leases alone and never takes a record twice', async () => {
+  it('leaves a live lease alone, while the attempt runs and once it finished', async () => {
     const hold = gateway.holdNextCharge('before');
     const first = post('k-live').then((r) => r);
     await hold.reached;
@@ -147,6 +157,34 @@ describe('recovery: reaper and lease fencing', () => {
     expect(await findViolations({ ...t, acknowledgedOrderIds: [res.body.id], requireSettled: true })).toEqual([]);
   });
 
+  it('fencing: a worker whose attempt was abandoned and restarted changes nothing of the new attempt', async () => {
+    // Worker A holds attempt 1 before its charge; the reaper abandons it; worker B restarts the key as attempt 2.
+    const holdA = gateway.holdNextCharge('before');
+    const workerA = post('k-fence-restart').then((r) => r);
+    await holdA.reached;
+    await expireLeases();
+    expect((await reaper.runOnce()).abandoned).toBe(1);
+    const holdB = gateway.holdNextCharge('before');
+    const workerB = post('k-fence-restart').then((r) => r);
+    await holdB.reached;
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'pending', attempt: 2 });
+
+    // A wakes up: its charge key was cancelled, and every write it tries is fenced by attempt 2's owner.
+    holdA.release();
+    holdB.release();
+    const [a, b] = await Promise.all([workerA, workerB]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(a.body.id).toBe(b.body.id);
+    const orders = await t.db.collection('orders').find({}).sort({ 'idempotency.attempt': 1 }).toArray();
+    expect(orders).toMatchObject([
+      { state: 'failed', failureReason: 'abandoned', idempotency: { attempt: 1 } },
+      { _id: b.body.id, state: 'saved', idempotency: { attempt: 2 } },
+    ]);
+    expect(await t.db.collection('idempotency_records').findOne({})).toMatchObject({ status: 'complete', attempt: 2 });
+    expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(1);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: [b.body.id], requireSettled: true })).toEqual([]);
+  });
+
   it('still reaps a dead worker (lease expired, never released) at once: no resume window for it', async () => {
     const hold = gateway.holdNextCharge('before');
     const paused = post('k-dead').then((r) => r);
@@ -182,13 +220,20 @@ describe('recovery: reaper and lease fencing', () => {
   });
 
   it('counts reaper runs and decisions in metrics', async () => {
+    // Deltas of this test's own pass: earlier tests already counted runs and abandonments.
+    const read = async (series: string) => {
+      const text = (await t.http().get('/metrics').expect(200)).text;
+      const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+      return line ? Number(line.slice(series.length + 1)) : 0;
+    };
+    const runs = await read('reaper_runs_total');
+    const abandoned = await read('reaper_records_total{decision="abandoned"}');
     gateway.failNext(1);
     await post('k-metrics').expect(503);
     await endResumeWindows();
     await reaper.runOnce();
-    const metrics = (await t.http().get('/metrics').expect(200)).text;
-    expect(metrics).toMatch(/reaper_runs_total \d+/);
-    expect(metrics).toMatch(/reaper_records_total\{decision="abandoned"\} [1-9]/);
-    expect(metrics).toMatch(/idempotency_oldest_pending_age_seconds 0/);
+    expect(await read('reaper_runs_total')).toBe(runs + 1);
+    expect(await read('reaper_records_total{decision="abandoned"}')).toBe(abandoned + 1);
+    expect((await t.http().get('/metrics').expect(200)).text).toMatch(/^idempotency_oldest_pending_age_seconds 0$/m);
   });
 });

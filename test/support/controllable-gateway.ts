@@ -1,7 +1,13 @@
 import { Injectable, type INestApplicationContext } from '@nestjs/common';
+import type { Db } from 'mongodb';
 import type { FaultPoint } from '../../src/config/configuration.js';
 import { IdempotencyRecordRepository } from '../../src/idempotency/idempotency-record.repository.js';
-import { PaymentProviderUnavailableError, type ChargeRequest, type ChargeResult } from '../../src/payments/payment-gateway.port.js';
+import {
+  PaymentProviderUnavailableError,
+  type ChargeRequest,
+  type ChargeResult,
+  type ReconcileResult,
+} from '../../src/payments/payment-gateway.port.js';
 import { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
 
 export class SimulatedCrash extends Error {
@@ -18,6 +24,8 @@ export class SimulatedCrash extends Error {
 @Injectable()
 export class ControllableGateway extends SimulatedPaymentGateway {
   calls = 0;
+  /** Reconciliations (the reaper's charge-or-cancel) that reached the provider. */
+  reconciles = 0;
   /** Set by installCrashStandIn: a crash here is a dead worker too (no release follows it). */
   onCrash: () => void = () => undefined;
   private outages = 0;
@@ -26,6 +34,7 @@ export class ControllableGateway extends SimulatedPaymentGateway {
 
   reset(): void {
     this.calls = 0;
+    this.reconciles = 0;
     this.outages = 0;
     this.crashes = 0;
     this.latch = null;
@@ -54,6 +63,11 @@ export class ControllableGateway extends SimulatedPaymentGateway {
   /** Disarms a hold that no charge call reached. */
   cancelHold(): void {
     this.latch = null;
+  }
+
+  override async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
+    this.reconciles++;
+    return super.chargeOrCancel(chargeKey);
   }
 
   override async charge(request: ChargeRequest): Promise<ChargeResult> {
@@ -106,6 +120,7 @@ export class ThrowingFaultInjector {
     this.armed = null;
     this.fired = false;
     this.dying = 0;
+    this.releasesSkipped = 0;
   }
 
   /**
@@ -130,7 +145,8 @@ export class ThrowingFaultInjector {
   /** Whether the armed crash fired since the last call; an unfired one is disarmed. */
   consumeFired(): boolean {
     const fired = this.fired;
-    this.reset();
+    this.armed = null;
+    this.fired = false;
     return fired;
   }
 
@@ -157,4 +173,25 @@ export function installCrashStandIn(app: INestApplicationContext, faults: Throwi
   records.release = (...args: Parameters<IdempotencyRecordRepository['release']>) =>
     faults.skipRelease() ? Promise.resolve(false) : release(...args);
   if (gateway) gateway.onCrash = () => faults.markDead();
+}
+
+/** For an app booted with the ControllableGateway but the real FaultInjector: its gateway's crashes leave their lease held. */
+export function withCrashStandIn(app: INestApplicationContext, gateway: ControllableGateway): ThrowingFaultInjector {
+  const faults = new ThrowingFaultInjector();
+  installCrashStandIn(app, faults, gateway);
+  return faults;
+}
+
+/**
+ * Pending records whose lease runs its full term (expiresAt - lockedAt =
+ * lockTimeoutMs): nobody gave it back, as after a real crash. A released
+ * lease ends at the moment of the release instead.
+ */
+export async function heldLeases(db: Db, lockTimeoutMs: number): Promise<number> {
+  const pending = await db
+    .collection<{ lease: { lockedAt: Date; expiresAt: Date } | null }>('idempotency_records')
+    .find({ status: 'pending' })
+    .toArray();
+  return pending.filter((record) => record.lease && record.lease.expiresAt.getTime() - record.lease.lockedAt.getTime() === lockTimeoutMs)
+    .length;
 }

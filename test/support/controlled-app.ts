@@ -1,7 +1,7 @@
 import { FaultInjector } from '../../src/common/fault-injector.js';
 import { IdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
-import { ControllableGateway, ThrowingFaultInjector } from './controllable-gateway.js';
+import { ControllableGateway, installCrashStandIn, ThrowingFaultInjector } from './controllable-gateway.js';
 import { auth, orderBody, startApp, type TestApp, type TestAppOptions } from './test-app.js';
 
 /** The real app with test controls on the payment provider and the crash points, and its reaper at hand. */
@@ -25,6 +25,8 @@ export async function startControlledApp(options: Omit<TestAppOptions, 'override
       builder.overrideProvider(PaymentGateway).useClass(ControllableGateway).overrideProvider(FaultInjector).useValue(faults),
   });
   const gateway = t.app.get(PaymentGateway) as ControllableGateway;
+  // A simulated crash leaves its lease held, as a dead process does (see installCrashStandIn).
+  installCrashStandIn(t.app, faults, gateway);
   return {
     t,
     gateway,
