@@ -1,0 +1,152 @@
+// The kept mutants (issue 26 item 5): each is a defect the test suite must
+// catch, written as search/replace patches applied to a scratch copy of the
+// tree (never to the tree itself). Whitespace in `search` matches any run of
+// whitespace, so re-formatting or edits on nearby lines do not break a patch;
+// a patch whose text is gone (or found twice) makes the run fail loudly, so a
+// refactor that moves the code is noticed and the patch re-targeted.
+//
+// `killers`: the tests that must kill it - the model-based test and/or a test
+// named for the rule. `fast`: part of `npm run test:mutants:fast` (CI), each
+// killed by a test that takes seconds.
+//
+// Not here yet: "a refund or capture applied twice" - neither operation exists
+// (DESIGN.md section 2 plans them as consumers of the idempotency package).
+
+const MODEL = { file: 'test/model-based.e2e-spec.ts', name: 'holds every invariant over' };
+
+export const MUTANTS = [
+  {
+    id: 'first-request-refused',
+    rule: 'every first request of a key is answered 409 idempotency_key_expired: nothing is ever created or charged',
+    patches: [
+      {
+        file: 'src/idempotency/idempotency.service.ts',
+        search: 'const late = await this.lateRetries.answer(request);',
+        replace:
+          "const late = (await this.lateRetries.answer(request)) ?? { response: { status: 409, headers: { 'content-type': 'application/problem+json' }, body: JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'idempotency_key_expired' }) }, replayed: false, keyExpiresAt: this.clock.now() };",
+      },
+    ],
+    killers: [MODEL, { file: 'test/orders.e2e-spec.ts', name: 'creates, charges and saves an order' }],
+    fast: true,
+  },
+  {
+    id: 'replay-refused',
+    rule: 'every replay of a finished key is answered 409 idempotency_key_in_use',
+    patches: [
+      {
+        file: 'src/idempotency/idempotency.service.ts',
+        search: 'const response = this.responses.open(record);',
+        replace: 'if (record) throw new IdempotencyKeyInUseError(1);\n    const response = this.responses.open(record);',
+      },
+    ],
+    killers: [MODEL, { file: 'test/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
+  },
+  {
+    id: 'decline-charged',
+    rule: 'a declined card (tok_decline) is charged: 201, a saved order, a charge',
+    patches: [
+      {
+        file: 'src/payments/simulated-payment.gateway.ts',
+        search: 'if (request.paymentToken === TEST_TOKENS.declines) {',
+        replace: 'if (request.paymentToken === TEST_TOKENS.declines && request.amountMinor < 0) {',
+      },
+    ],
+    killers: [MODEL, { file: 'test/orders.e2e-spec.ts', name: 'declines' }],
+    fast: true,
+  },
+  {
+    id: 'erasure-keeps-tombstones',
+    rule: "an erasure leaves the customer's tombstones behind as they were (naming the subject)",
+    patches: [{ file: 'src/idempotency/idempotency-erasure.ts', search: 'await this.tombstones.deleteForSubject(session, digest);', replace: '' }],
+    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: "removes an erased customer's tombstones" }],
+  },
+  {
+    id: 'fencing-removed',
+    rule: "fencing CAS removed: a worker that lost its lease still checkpoints and finishes (the owner is not in the filter)",
+    patches: [
+      {
+        file: 'src/idempotency/idempotency-record.repository.ts',
+        search: "const result = await this.native.updateOne( { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },",
+        replace: "const result = await this.native.updateOne( { _id: lease.recordId, status: 'pending' },",
+      },
+      {
+        file: 'src/idempotency/idempotency-record.repository.ts',
+        search: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },",
+        replace: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending' },",
+      },
+    ],
+    killers: [MODEL, { file: 'test/recovery.e2e-spec.ts', name: 'fencing: a worker whose attempt was abandoned and restarted' }],
+  },
+  {
+    id: 'tombstone-not-written',
+    rule: 'a final answer leaves no tombstone: a late retry past retention runs (and charges) again',
+    patches: [
+      {
+        file: 'src/idempotency/idempotency-attempts.ts',
+        search: "if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));",
+        replace: '',
+      },
+    ],
+    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: 'answers the same body after retention with 409' }],
+    fast: true,
+  },
+  {
+    id: 'fingerprint-not-compared',
+    rule: 'the fingerprint is not compared: another body under a used key gets its answer instead of 422',
+    patches: [
+      {
+        file: 'src/idempotency/record-decision.ts',
+        search: 'sameFingerprint(record.fingerprint, fingerprint)',
+        replace: '(sameFingerprint(record.fingerprint, fingerprint) || fingerprint !== undefined)',
+      },
+    ],
+    killers: [MODEL, { file: 'src/idempotency/record-decision.spec.ts', name: 'refuses another body under the same key' }],
+    fast: true,
+  },
+  {
+    id: 'replay-wrong-status',
+    rule: 'a replay answers with another status than the stored one (200 for a stored 201)',
+    patches: [
+      {
+        file: 'src/idempotency/stored-responses.ts',
+        search: 'return { status: stored.status, headers: stored.headers,',
+        replace: 'return { status: stored.status === 201 ? 200 : stored.status, headers: stored.headers,',
+      },
+    ],
+    killers: [MODEL, { file: 'test/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
+  },
+  {
+    id: 'reaper-charges',
+    rule: "the reaper charges the order's card instead of reconciling with the provider (and cancelling the key)",
+    patches: [
+      {
+        file: 'src/orders/order-workflow.ts',
+        search: "if (mode === 'reconcile') {",
+        replace: "if (mode === 'reconcile' && !order.paymentToken) {",
+      },
+    ],
+    killers: [MODEL, { file: 'test/recovery.e2e-spec.ts', name: 'fencing: a worker paused before charging cannot charge a key the reaper canceled' }],
+  },
+  {
+    id: 'subject-lock-skipped',
+    rule: "a claim skips the data subject's lock document (and so never sees its customer's erasure)",
+    patches: [
+      {
+        file: 'src/idempotency/idempotency-claims.ts',
+        search: 'if (request.subject) {',
+        replace: 'if (request.subject && request.subject.length < 0) {',
+      },
+    ],
+    killers: [MODEL, { file: 'test/erasure.e2e-spec.ts', name: 'a claim and an erasure of one customer write one common document' }],
+  },
+  {
+    id: 'redis-entry-past-expiry',
+    rule: 'a Redis entry is used past its expiry (its key past retention still replays from Redis)',
+    patches: [{ file: 'src/idempotency/fast-path/cache-entry.ts', search: "if (entry.expiresAt <= now.getTime()) return 'ask_store';", replace: '' }],
+    killers: [
+      { file: 'test/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
+      { file: 'src/idempotency/fast-path/cache-entry.spec.ts', name: 'sends an entry past the record expiry to MongoDB' },
+    ],
+    fast: true,
+  },
+];
