@@ -114,34 +114,45 @@ describe('erasure: a concurrent claim cannot slip past it, and nothing of the bo
 
   const realInterleaving =
     'an erasure paused after its reads while a claim commits needs true snapshot-isolation interleavings (the serialized emulator runs one transaction at a time)';
-  (onEmulator() ? it.skip : it)('an order claimed while the erasure runs is pseudonymized, or claimed after it', async () => {
-    const orders = t.app.get(OrderRepository);
-    const pseudonymize = orders.pseudonymizeCustomer.bind(orders);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const spy = jest.spyOn(orders, 'pseudonymizeCustomer').mockImplementation(async (...args) => {
-      const count = await pseudonymize(...args);
-      await released; // the erasure's snapshot is taken; a claim of the same customer comes now
-      return count;
-    });
-    try {
-      const erasure = erase('cus_race');
-      await sleep(100);
-      const claim = post('k-race', orderBody({ customerId: 'cus_race' }));
-      const claimDone = claim.then((res) => res);
-      await sleep(500);
-      const committedDuringErasure = (await t.db.collection('orders').countDocuments({ customerId: 'cus_race' })) > 0;
-      release();
-      await erasure;
-      expect((await claimDone).status).toBe(201);
-      const order = await t.db.collection('orders').findOne({});
-      // Either the claim conflicted and ran after the erasure (a new request may name its customer),
-      // or the erasure saw it: never an order committed before the erasure's 200 that still names them.
-      if (committedDuringErasure) expect(order!.customerId).toMatch(/^erased_/);
-    } finally {
-      release();
-      spy.mockRestore();
-    }
-  });
+  // Latches, not sleeps: the claim is sent once the erasure holds its snapshot, and must not commit an order
+  // naming the customer while the erasure is paused; after it, the order is pseudonymized or claimed after it.
+  (onEmulator() ? it.skip : it)(
+    `an order claimed while the erasure runs is pseudonymized, or claimed after it${onEmulator() ? ` (SKIPPED: ${realInterleaving})` : ''}`,
+    async () => {
+      const orders = t.app.get(OrderRepository);
+      const pseudonymize = orders.pseudonymizeCustomer.bind(orders);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let reached!: () => void;
+      const atSnapshot = new Promise<void>((resolve) => (reached = resolve));
+      const spy = jest.spyOn(orders, 'pseudonymizeCustomer').mockImplementation(async (...args) => {
+        const count = await pseudonymize(...args);
+        reached();
+        await released; // the erasure's snapshot is taken and its writes are made; a claim of the same customer comes now
+        return count;
+      });
+      try {
+        const erasure = erase('cus_race');
+        await atSnapshot;
+        const claim = post('k-race', orderBody({ customerId: 'cus_race' })).then((res) => res);
+        // While the erasure is paused, the claim cannot commit an order that names the customer.
+        for (let look = 0; look < 10; look++) {
+          await sleep(30);
+          expect(await t.db.collection('orders').countDocuments({ customerId: 'cus_race' })).toBe(0);
+        }
+        release();
+        await erasure;
+        expect((await claim).status).toBe(201);
+        const order = await t.db.collection('orders').findOne({});
+        const stripe = await t.db.collection<{ erasedAt: Date | null }>('idempotency_subjects').findOne({ erasedAt: { $ne: null } });
+        // Either the erasure saw it (pseudonymized), or it was claimed after the erasure (a new request may name them).
+        if (order!.customerId === 'cus_race') expect(order!.createdAt.getTime()).toBeGreaterThan(stripe!.erasedAt!.getTime());
+        else expect(order!.customerId).toMatch(/^erased_/);
+      } finally {
+        release();
+        spy.mockRestore();
+      }
+    },
+  );
   if (onEmulator()) process.stdout.write(`SKIPPED on the emulator: "an order claimed while the erasure runs" - ${realInterleaving}\n`);
 });

@@ -29,7 +29,8 @@ export default async function globalSetup() {
     ` URI: ${backend.uri}`,
     backend.kind === 'emulator'
       ? ` What it cannot prove: ${EMULATOR_GAPS}.\n` +
-        ' Every test runs; true snapshot-isolation interleavings are judged by the hosted CI on a real replica set.'
+        ' Not every test runs here: the few that need a real storage engine (true snapshot-isolation\n' +
+        ' interleavings) are SKIPPED, each printing its reason, and run in the hosted CI on a real replica set.'
       : ' Real storage engine: every test runs.',
     redisLine,
     '='.repeat(78),
