@@ -38,6 +38,8 @@ const AT_CRASH: Record<CrashPoint, { orderState: string; charged: boolean }> = {
 const POINTS = Object.keys(AT_CRASH) as CrashPoint[];
 
 const LEASE_MS = 1000;
+/** Longer than a restart takes here: the retry meets the dead worker's lease still live. */
+const LIVE_LEASE_MS = 8000;
 const SETTLE_DEADLINE_MS = 10_000;
 const SCENARIO_TIMEOUT_MS = 40_000;
 /** SIGKILL drops the connection: the kernel closes the socket with no HTTP response. */
@@ -66,11 +68,11 @@ describe('chaos: real processes killed mid-request', () => {
    * Starts the service with the crash point, sends one POST: the connection
    * drops and the process is gone by SIGKILL. Returns the order as it was left.
    */
-  async function crashAt(point: CrashPoint, dbName: string, key: string) {
+  async function crashAt(point: CrashPoint, dbName: string, key: string, leaseMs = LEASE_MS) {
     const service = await startService({
       dbName,
       label: `crash@${point}`,
-      env: { FAULT_INJECTION: 'true', FAULT_CRASH_AT: point, REAPER_ENABLED: 'false', IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS) },
+      env: { FAULT_INJECTION: 'true', FAULT_CRASH_AT: point, REAPER_ENABLED: 'false', IDEMPOTENCY_LOCK_TIMEOUT_MS: String(leaseMs) },
     });
     const dbs = dbsFor(service);
     await expect(postOrder(service.baseUrl, key)).rejects.toThrow(DROPPED);
@@ -85,12 +87,19 @@ describe('chaos: real processes killed mid-request', () => {
   }
 
   /** POSTs until the answer is not 409 (the dead worker's lease still live), honouring Retry-After. */
-  async function retryPastLiveLease(baseUrl: string, key: string): Promise<{ res: HttpResponse; conflicts: number }> {
-    const deadline = Date.now() + SETTLE_DEADLINE_MS;
+  async function retryPastLiveLease(
+    baseUrl: string,
+    key: string,
+    deadlineMs = SETTLE_DEADLINE_MS,
+  ): Promise<{ res: HttpResponse; conflicts: number; sent: { at: number; status: number }[] }> {
+    const deadline = Date.now() + deadlineMs;
     let conflicts = 0;
+    const sent: { at: number; status: number }[] = [];
     for (;;) {
+      const at = Date.now();
       const res = await postOrder(baseUrl, key);
-      if (res.status !== 409 || Date.now() >= deadline) return { res, conflicts };
+      sent.push({ at, status: res.status });
+      if (res.status !== 409 || Date.now() >= deadline) return { res, conflicts, sent };
       conflicts++;
       expect(res.json?.code).toBe('idempotency_key_in_use');
       const retryAfter = Number(res.headers['retry-after']);
@@ -108,18 +117,29 @@ describe('chaos: real processes killed mid-request', () => {
     const charged = AT_CRASH[point].charged;
 
     it(
-      'retry after restart (reaper off): 201 with the original order, one order, at most one charge',
+      "retry after restart (reaper off): the dead worker's lease is honoured (409 + Retry-After) until it expires, then 201 with the original order, at most one charge",
       async () => {
         const key = `chaos-retry-${point}`;
-        const { dbs, orderId } = await crashAt(point, scenarioDbName(`chaos_retry_${point}`), key);
+        const { dbs, orderId } = await crashAt(point, scenarioDbName(`chaos_retry_${point}`), key, LIVE_LEASE_MS);
+        const lease = (await dbs.db.collection('idempotency_records').findOne({ clientKey: key }))!.lease as { expiresAt: Date } | null;
 
         const restarted = await startService({
           dbName: dbs.db.databaseName,
           simulatorDbName: dbs.simulatorDb.databaseName,
           label: `restart-retry@${point}`,
-          env: { REAPER_ENABLED: 'false', IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LEASE_MS) },
+          env: { REAPER_ENABLED: 'false', IDEMPOTENCY_LOCK_TIMEOUT_MS: String(LIVE_LEASE_MS), IDEMPOTENCY_IN_FLIGHT_WAIT_MS: '0' },
         });
-        const { res } = await retryPastLiveLease(restarted.baseUrl, key);
+        const { res, sent } = await retryPastLiveLease(restarted.baseUrl, key, LIVE_LEASE_MS + SETTLE_DEADLINE_MS);
+        if (point === 'before-response') {
+          // The work was done before the kill: no lease left, the first retry is the replay.
+          expect(lease).toBeNull();
+          expect(sent).toHaveLength(1);
+        } else {
+          // A SIGKILL gives nothing back: every retry sent while the lease lived was refused, and at least one was.
+          const early = sent.filter((attempt) => attempt.at < lease!.expiresAt.getTime() - 100);
+          expect(early.length).toBeGreaterThanOrEqual(1);
+          expect(early.map((attempt) => attempt.status)).toEqual(early.map(() => 409));
+        }
 
         expect({ status: res.status, body: res.json }).toMatchObject({ status: 201, body: { id: orderId, state: 'saved' } });
         // Only a crash after the response was stored makes this a replay; otherwise the retry finished the work itself.
