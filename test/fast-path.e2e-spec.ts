@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
 import { IdempotencyFastPath } from '../src/idempotency/fast-path/idempotency-fast-path.js';
 import type { IdempotencyRecord } from '../src/idempotency/idempotency-record.js';
+import { InFlightWaiters } from '../src/idempotency/in-flight-waiters.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
@@ -134,7 +135,11 @@ describeMode(mode, 'the Redis fast path', () => {
     expect(await t.redis!.exists(markerKey('k-marker'))).toBe(1);
     const [lookupsBefore, readsBefore] = [await lookups(), await waitReads()];
     const second = post('k-marker').then((r) => r);
-    setTimeout(() => hold.release(), 400);
+    // It is waiting on the marker before the original finishes (a count, not a timer): otherwise it is a plain replay.
+    const waiters = t.app.get(InFlightWaiters);
+    for (let i = 0; i < 500 && waiters.size < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(waiters.size).toBe(1);
+    hold.release();
     const [a, b] = await Promise.all([first, second]);
     expect([a.status, b.status]).toEqual([201, 201]);
     expect(b.headers['idempotent-replayed']).toBe('true');

@@ -1,7 +1,7 @@
 // The rate limits (issue 13, item 2): one tenant sending keys it never reuses,
 // or keys that are not keys at all, must not grow the process's memory beyond
 // what its tenant limit allows; limits apply in order, tenant first.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { ThrottlerStorage, type ThrottlerStorageService } from '@nestjs/throttler';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -74,6 +74,11 @@ describe('rate limits: which requests count', () => {
       env: { RATE_LIMIT_PER_TENANT_PER_MINUTE: '20', RATE_LIMIT_PER_KEY_PER_MINUTE: '2' },
     });
   });
+  // Each test starts with empty windows: a count must not depend on what an earlier test sent.
+  beforeEach(() => {
+    const storage = t.app.get(ThrottlerStorage) as ThrottlerStorageService;
+    (storage as unknown as { evictIdleRecords(now: number): void }).evictIdleRecords(Date.now() + 2 * RATE_LIMIT_WINDOW_MS);
+  });
   afterAll(async () => t.close());
 
   it('limits keys only on idempotent routes: an Idempotency-Key header on a GET is not a key', async () => {
@@ -97,9 +102,9 @@ describe('rate limits: which requests count', () => {
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
 
-    // 5 GETs + 4 keyed POSTs so far: 11 more requests reach the tenant limit of 20.
+    // 4 keyed POSTs so far in this test's window: 16 more requests reach the tenant limit of 20.
     const more = [];
-    for (let i = 0; i < 12; i++) more.push((await t.http().get('/v1/orders').set(auth())).status);
+    for (let i = 0; i < 17; i++) more.push((await t.http().get('/v1/orders').set(auth())).status);
     expect(more.filter((status) => status === 429)).toHaveLength(1);
     const tenantLimited = await t.http().get('/v1/orders').set(auth());
     expect(tenantLimited.body).toMatchObject({ code: 'rate_limited', detail: 'Too many requests for this tenant; retry later.' });

@@ -4,6 +4,7 @@ import type { ClientSession, Connection } from 'mongoose';
 import type { Document } from 'mongodb';
 import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
+import { onEmulator } from './support/backend.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
@@ -83,30 +84,28 @@ describe('queries inside transactions use an index', () => {
     }
   });
 
-  it('every one of them is served by an index', async () => {
+  // On the emulator there is no query planner (no explain): the planner check is skipped there, with its reason,
+  // and the weaker structural check below runs everywhere under its own, honest name.
+  const noPlanner = 'the emulator has no query planner (explain); a real mongod runs this check';
+  (onEmulator() ? it.skip : it)(
+    `every one of them is served by an index scan${onEmulator() ? ` (SKIPPED: ${noPlanner})` : ''}`,
+    async () => {
+      const unindexed: string[] = [];
+      for (const query of queries) {
+        if (!(await usesIndexScan(query))) unindexed.push(`${query.collection}.${query.method}(${JSON.stringify(query.filter)})`);
+      }
+      expect(unindexed).toEqual([]);
+    },
+  );
+  if (onEmulator()) process.stdout.write(`SKIPPED on the emulator: "served by an index scan" - ${noPlanner}\n`);
+
+  it("every one of them constrains the leading field of one of its collection's indexes", async () => {
     const unindexed: string[] = [];
-    const planner = await explainAvailable();
-    if (!planner) {
-      process.stdout.write(
-        'NOTE transaction-indexes: this backend has no explain (the emulator); checked instead that each filter ' +
-          "constrains the leading field of one of the collection's indexes. A real mongod runs the planner check.\n",
-      );
-    }
     for (const query of queries) {
-      const ok = planner ? await usesIndexScan(query) : await startsAnIndex(query);
-      if (!ok) unindexed.push(`${query.collection}.${query.method}(${JSON.stringify(query.filter)})`);
+      if (!(await startsAnIndex(query))) unindexed.push(`${query.collection}.${query.method}(${JSON.stringify(query.filter)})`);
     }
     expect(unindexed).toEqual([]);
   });
-
-  async function explainAvailable(): Promise<boolean> {
-    try {
-      await t.db.command({ explain: { find: 'orders', filter: {} }, verbosity: 'queryPlanner' });
-      return true;
-    } catch {
-      return false;
-    }
-  }
 
   async function usesIndexScan(query: TransactionQuery): Promise<boolean> {
     const explained = await t.db.command({ explain: { find: query.collection, filter: query.filter }, verbosity: 'queryPlanner' });
