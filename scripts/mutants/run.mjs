@@ -48,16 +48,23 @@ export function applyMutant(mutant, dir) {
   }
 }
 
-/** A scratch copy of the working tree (tracked and new files), sharing node_modules and the built dist/. */
-function scratchCopy(id) {
-  const dir = join(scratchRoot, id);
-  mkdirSync(dir, { recursive: true });
+/** The working tree (tracked and new files) as it was when the run started: every mutant starts from this snapshot. */
+function snapshot() {
+  const dir = join(scratchRoot, 'snapshot');
   const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], { cwd: root, encoding: 'utf8' }).split('\n').filter(Boolean);
   for (const file of files) {
     if (!existsSync(join(root, file))) continue;
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     cpSync(join(root, file), join(dir, file));
   }
+  return dir;
+}
+const tree = snapshot();
+
+/** A scratch copy of the snapshot, sharing node_modules and the built dist/. */
+function scratchCopy(id) {
+  const dir = join(scratchRoot, id);
+  cpSync(tree, dir, { recursive: true });
   // node_modules is shared; dist/ too: the in-process tests run src/ through ts-jest (mutated), and the
   // global setup only takes the MongoDB backend resolver from dist/ (not mutated by any patch here).
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
