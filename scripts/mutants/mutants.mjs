@@ -57,7 +57,17 @@ export const MUTANTS = [
   {
     id: 'erasure-keeps-tombstones',
     rule: "an erasure leaves the customer's tombstones behind as they were (naming the subject)",
-    patches: [{ file: 'src/idempotency/idempotency-erasure.ts', search: 'await this.tombstones.deleteForSubject(session, digest);', replace: '' }],
+    patches: [
+      {
+        file: 'src/idempotency/idempotency-erasure.ts',
+        alternatives: [
+          // Before issue 21: the erasure deleted them.
+          { search: 'await this.tombstones.deleteForSubject(session, digest);', replace: '' },
+          // Issue 21: it turns each into its privacy-safe (keyed, subject-less) form.
+          { search: 'await this.tombstones.replaceAll(', replace: 'await ((..._unused: unknown[]) => Promise.resolve())(' },
+        ],
+      },
+    ],
     killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: "removes an erased customer's tombstones" }],
   },
   {
@@ -83,8 +93,11 @@ export const MUTANTS = [
     patches: [
       {
         file: 'src/idempotency/idempotency-attempts.ts',
-        search: "if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));",
-        replace: '',
+        alternatives: [
+          { search: "if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));", replace: '' },
+          // Issue 21: every final answer has one (an erased one's is keyed), so the write is no longer conditional.
+          { search: "await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));", replace: 'void tombstone;' },
+        ],
       },
     ],
     killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: 'answers the same body after retention with 409' }],

@@ -8,11 +8,12 @@
 //   npm run test:mutants:fast            the CI subset: fast mutants, their named tests only
 //   node scripts/mutants/run.mjs --no-model      every mutant, only the tests named for its rule
 //   node scripts/mutants/run.mjs --only fencing-removed,reaper-charges
+//   node scripts/mutants/run.mjs --check         only whether every patch still applies (after a merge)
 //
 // Why patches and not StrykerJS: see README, "Tests" (Stryker's own mutants
 // are operator-level; these are the protocol's rules, each with its test).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,14 +38,19 @@ function pattern(search) {
   return new RegExp(escaped, 'g');
 }
 
-/** Applies every patch of a mutant to `dir`; throws naming the patch that does not apply exactly once. */
+/**
+ * Applies every patch of a mutant to `dir`; throws naming the patch that does not apply exactly once. A patch
+ * may list `alternatives` ({search, replace} each) for code that is being rewritten: the first that matches
+ * exactly once is used.
+ */
 export function applyMutant(mutant, dir) {
   for (const patch of mutant.patches) {
     const path = join(dir, patch.file);
     const text = readFileSync(path, 'utf8');
-    const matches = text.match(pattern(patch.search)) ?? [];
-    if (matches.length !== 1) throw new Error(`${mutant.id}: "${patch.search.slice(0, 80)}" found ${matches.length} times in ${patch.file}`);
-    writeFileSync(path, text.replace(pattern(patch.search), () => patch.replace));
+    const options = patch.alternatives ?? [patch];
+    const chosen = options.find((option) => (text.match(pattern(option.search)) ?? []).length === 1);
+    if (!chosen) throw new Error(`${mutant.id}: "${options[0].search.slice(0, 80)}" not found exactly once in ${patch.file}`);
+    writeFileSync(path, text.replace(pattern(chosen.search), () => chosen.replace));
   }
 }
 
@@ -53,7 +59,8 @@ function snapshot() {
   const dir = join(scratchRoot, 'snapshot');
   const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], { cwd: root, encoding: 'utf8' }).split('\n').filter(Boolean);
   for (const file of files) {
-    if (!existsSync(join(root, file))) continue;
+    // Deleted files, and links or directories (node_modules, dist are shared below): only plain files are copied.
+    if (!existsSync(join(root, file)) || !lstatSync(join(root, file)).isFile()) continue;
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     cpSync(join(root, file), join(dir, file));
   }
@@ -97,6 +104,24 @@ function runKiller(dir, killer) {
     return { verdict: 'broken', seconds, detail: (report.testResults[0]?.message ?? '').split('\n').find(Boolean) ?? 'suite failed' };
   if (report.numPassedTests === 0) return { verdict: 'broken', seconds, detail: `no test matched "${killer.name}"` };
   return { verdict: 'survived', seconds, detail: `${report.numPassedTests} passed` };
+}
+
+if (args.includes('--check')) {
+  // Only whether every patch still applies (after a merge): no test runs.
+  let failed = 0;
+  for (const mutant of selected) {
+    const dir = scratchCopy(mutant.id);
+    try {
+      applyMutant(mutant, dir);
+      process.stdout.write(`${mutant.id}: applies\n`);
+    } catch (error) {
+      failed++;
+      process.stdout.write(`${error.message}\n`);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  rmSync(scratchRoot, { recursive: true, force: true });
+  process.exit(failed ? 1 : 0);
 }
 
 const rows = [];
