@@ -83,6 +83,8 @@ export interface SystemOptions {
  */
 export class ProtocolSystem {
   readonly zombies: Zombie[] = [];
+  /** Requests sent and not answered yet: none may outlive the run that sent it. */
+  private inFlight = 0;
 
   private constructor(
     readonly instances: Instance[],
@@ -128,7 +130,13 @@ export class ProtocolSystem {
   }
 
   async send(instance: number, key: string, body: object): Promise<Reply> {
-    const res = await this.instances[instance].t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+    this.inFlight++;
+    let res: Awaited<ReturnType<ReturnType<TestApp['http']>['post']>>;
+    try {
+      res = await this.instances[instance].t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+    } finally {
+      this.inFlight--;
+    }
     const header = (name: string) => (res.headers[name] as string | undefined) ?? undefined;
     return {
       status: res.status,
@@ -160,11 +168,14 @@ export class ProtocolSystem {
     const { gateway } = this.instances[instance];
     const hold = gateway.holdNextCharge(phase);
     const reply = this.send(instance, key, body);
-    const first = await Promise.race([hold.reached.then(() => 'held' as const), reply]);
-    if (first !== 'held') {
+    const first = await Promise.race([hold.reached, reply]);
+    if (typeof first !== 'string') {
       gateway.cancelHold();
       return first;
     }
+    // The charge held must be this request's own: anything else is a request that outlived its run.
+    const order = await this.primary.db.collection<{ idempotency: { recordId: string } }>('orders').findOne({ _id: first as never });
+    if (!order?.idempotency.recordId.endsWith(`:key:${key}`)) throw new Error(`the hold for ${key} caught the charge of order ${first}`);
     const zombie = { instance, key, variant, release: hold.release, reply };
     this.zombies.push(zombie);
     return zombie;
@@ -220,6 +231,13 @@ export class ProtocolSystem {
 
   async reset(): Promise<void> {
     await this.drain();
+    // A run that failed half-way may leave a request held at the provider or still running: let it finish
+    // before the store is emptied, or it would write into the next run.
+    for (let wait = 0; wait < 500 && (this.inFlight > 0 || this.instances.some(({ gateway }) => gateway.held > 0)); wait++) {
+      for (const { gateway } of this.instances) gateway.releaseAll();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (this.inFlight > 0) throw new Error(`${this.inFlight} requests still in flight after the run`);
     for (const instance of this.instances) {
       instance.gateway.reset();
       instance.faults.reset();

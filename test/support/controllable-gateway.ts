@@ -30,7 +30,9 @@ export class ControllableGateway extends SimulatedPaymentGateway {
   onCrash: () => void = () => undefined;
   private outages = 0;
   private crashes = 0;
-  private latch: { phase: 'before' | 'after'; reached: () => void; release: Promise<void> } | null = null;
+  private latch: { phase: 'before' | 'after'; reached: (reference: string) => void; release: Promise<void> } | null = null;
+  /** Charge calls waiting at a latch right now, with what lets each go on. */
+  private readonly waiting = new Set<() => void>();
 
   reset(): void {
     this.calls = 0;
@@ -52,10 +54,11 @@ export class ControllableGateway extends SimulatedPaymentGateway {
    * The next charge call waits, before calling the provider or after the
    * provider charged; `reached` resolves when it is waiting, `release()` lets it go on.
    */
-  holdNextCharge(phase: 'before' | 'after' = 'before'): { reached: Promise<void>; release: () => void } {
+  holdNextCharge(phase: 'before' | 'after' = 'before'): { reached: Promise<string>; release: () => void } {
     let release!: () => void;
-    let reached!: () => void;
-    const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
+    let reached!: (reference: string) => void;
+    // Resolves with the reference (order id) of the charge it holds.
+    const reachedPromise = new Promise<string>((resolve) => (reached = resolve));
     this.latch = { phase, reached, release: new Promise<void>((resolve) => (release = resolve)) };
     return { reached: reachedPromise, release };
   }
@@ -72,13 +75,13 @@ export class ControllableGateway extends SimulatedPaymentGateway {
 
   override async charge(request: ChargeRequest): Promise<ChargeResult> {
     this.calls++;
-    if (this.latch?.phase === 'before') await this.wait();
+    if (this.latch?.phase === 'before') await this.wait(request.reference);
     if (this.outages > 0) {
       this.outages--;
       throw new PaymentProviderUnavailableError(1);
     }
     const result = await super.charge(request);
-    if (this.latch?.phase === 'after') await this.wait();
+    if (this.latch?.phase === 'after') await this.wait(request.reference);
     if (this.crashes > 0) {
       this.crashes--;
       this.onCrash();
@@ -87,11 +90,28 @@ export class ControllableGateway extends SimulatedPaymentGateway {
     return result;
   }
 
-  private async wait(): Promise<void> {
+  /** How many charge calls wait at a latch now. */
+  get held(): number {
+    return this.waiting.size;
+  }
+
+  /** Lets every waiting charge call go on (what a test left held when it failed). */
+  releaseAll(): void {
+    for (const release of this.waiting) release();
+  }
+
+  private async wait(reference: string): Promise<void> {
     const latch = this.latch!;
     this.latch = null;
-    latch.reached();
-    await latch.release;
+    let released!: () => void;
+    const forced = new Promise<void>((resolve) => (released = resolve));
+    this.waiting.add(released);
+    latch.reached(reference);
+    try {
+      await Promise.race([latch.release, forced]);
+    } finally {
+      this.waiting.delete(released);
+    }
   }
 }
 
