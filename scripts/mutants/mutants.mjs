@@ -68,7 +68,7 @@ export const MUTANTS = [
         ],
       },
     ],
-    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: "removes an erased customer's tombstones" }],
+    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: "keeps an erased customer's tombstones, keyed and without their subject" }],
   },
   {
     id: 'fencing-removed',
