@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { createHash } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
@@ -341,6 +342,8 @@ export interface IdempotencySettings {
 export interface CipherKey {
   id: string;
   key: Buffer;
+  /** Other ids this key opens: "k1" (every bare key's id before ids were derived) or its derived id. */
+  aliases?: string[];
 }
 
 export interface ReaperSettings {
@@ -546,9 +549,13 @@ function parseApiKeys(value: string | undefined, production: boolean, problems: 
 }
 
 /**
- * IDEMPOTENCY_ENCRYPTION_KEY is `base64` (key id "k1") or `id:base64`;
- * IDEMPOTENCY_DECRYPTION_KEYS lists retired keys (`id:base64,...`) that may
- * still decrypt records written before a rotation.
+ * IDEMPOTENCY_ENCRYPTION_KEY is `id:base64` or a bare `base64`;
+ * IDEMPOTENCY_DECRYPTION_KEYS lists retired keys (`id:base64` or `base64`,
+ * comma separated) that may still decrypt records written before a rotation.
+ * A bare key's id is derived from its bytes (`keyId`), so two different keys
+ * never share an id; ids must be unique. A bare key also opens bodies sealed
+ * under "k1" (the id earlier releases gave every bare key), and a named key
+ * bodies sealed under its derived id (it was bare before it was retired).
  */
 function parseCipherKeys(
   env: EnvironmentVariables,
@@ -560,28 +567,43 @@ function parseCipherKeys(
     if (production) problems.push('IDEMPOTENCY_ENCRYPTION_KEY: required when NODE_ENV=production');
     return dev;
   }
-  const current = parseCipherKey('IDEMPOTENCY_ENCRYPTION_KEY', env.IDEMPOTENCY_ENCRYPTION_KEY, 'k1', problems);
+  const current = parseCipherKey('IDEMPOTENCY_ENCRYPTION_KEY', env.IDEMPOTENCY_ENCRYPTION_KEY, problems);
   const retired = (env.IDEMPOTENCY_DECRYPTION_KEYS ?? '')
     .split(',')
     .map((part) => part.trim())
     .filter(Boolean)
-    .map((part) => parseCipherKey('IDEMPOTENCY_DECRYPTION_KEYS', part, undefined, problems));
+    .map((part) => parseCipherKey('IDEMPOTENCY_DECRYPTION_KEYS', part, problems));
   if (!current || retired.some((key) => !key)) return dev;
-  return { current, all: [current, ...(retired as CipherKey[])], dev: false };
+  const all = [current, ...(retired as CipherKey[])];
+  const ids = all.map((key) => key.id);
+  const repeated = [...new Set(ids.filter((id, index) => ids.indexOf(id) !== index))];
+  if (repeated.length > 0) {
+    problems.push(
+      `IDEMPOTENCY_ENCRYPTION_KEY/IDEMPOTENCY_DECRYPTION_KEYS: key ids must be unique (repeated: ${repeated.join(', ')}); give a new key a new id, or leave the id out and it is derived from the key`,
+    );
+    return dev;
+  }
+  return { current, all, dev: false };
 }
 
-function parseCipherKey(name: string, value: string, defaultId: string | undefined, problems: string[]) {
+/** The id of a key given without one: a digest of the key (public, 48 bits: names the key, reveals nothing of it). */
+export function keyId(key: Buffer): string {
+  return `h${createHash('sha256').update('idempotency-cipher-key-id\n').update(key).digest('hex').slice(0, 12)}`;
+}
+
+function parseCipherKey(name: string, value: string, problems: string[]): CipherKey | undefined {
   const separator = value.indexOf(':');
-  const id = separator > 0 ? value.slice(0, separator) : defaultId;
+  const explicitId = separator > 0 ? value.slice(0, separator) : undefined;
   const encoded = separator > 0 ? value.slice(separator + 1) : value;
   const key = Buffer.from(encoded, 'base64');
-  if (!id || !/^[A-Za-z0-9_-]{1,32}$/.test(id)) {
-    problems.push(`${name}: each key needs an id (id:base64), 1-32 letters, digits, _ or -`);
+  if (explicitId !== undefined && !/^[A-Za-z0-9_-]{1,32}$/.test(explicitId)) {
+    problems.push(`${name}: a key id (id:base64) must be 1-32 letters, digits, _ or -`);
     return undefined;
   }
   if (key.length !== 32 || key.toString('base64') !== encoded) {
-    problems.push(`${name}: key "${id}" must be 32 bytes in base64 (openssl rand -base64 32)`);
+    problems.push(`${name}: ${explicitId ? `key "${explicitId}"` : 'each key'} must be 32 bytes in base64 (openssl rand -base64 32)`);
     return undefined;
   }
-  return { id, key };
+  // Either way the key also opens what it sealed under its other possible name, however a rotation lists it.
+  return explicitId ? { id: explicitId, key, aliases: [keyId(key)] } : { id: keyId(key), key, aliases: ['k1'] };
 }
