@@ -120,6 +120,81 @@ describe('loadConfiguration', () => {
     ]);
   });
 
+  describe('dev defaults fail closed (security review 2, #3)', () => {
+    const realUri = 'mongodb://prod-db-1,prod-db-2/?replicaSet=rs0';
+    const keys = { API_KEYS: 'acme:acme-secret-0123456789', IDEMPOTENCY_ENCRYPTION_KEY: key };
+    const devKey = Buffer.alloc(32, 'dev-only-idempotency-key').toString('base64');
+
+    it('a real MONGODB_URI without NODE_ENV needs real keys and refuses the test switches', () => {
+      const problems = problemsOf({ MONGODB_URI: realUri, BENCH_DISABLE_IDEMPOTENCY: 'true', FAULT_INJECTION: 'true' });
+      expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+        'API_KEYS',
+        'BENCH_DISABLE_IDEMPOTENCY',
+        'FAULT_INJECTION',
+        'IDEMPOTENCY_ENCRYPTION_KEY',
+      ]);
+      expect(problems.join('\n')).toMatch(/when MONGODB_URI is set/);
+      expect(problemsOf({ MONGODB_URI: realUri, NODE_ENV: 'development', ...keys })).toEqual([]);
+    });
+
+    it('keeps them for the embedded store and for tests', () => {
+      const embedded = loadConfiguration({ BENCH_DISABLE_IDEMPOTENCY: 'true' });
+      expect(embedded.security.usingDevApiKey).toBe(true);
+      expect(embedded.idempotency.usingDevEncryptionKey).toBe(true);
+      expect(embedded.app.benchDisableIdempotency).toBe(true);
+      const test = loadConfiguration({ NODE_ENV: 'test', MONGODB_URI: realUri, FAULT_INJECTION: 'true' });
+      expect(test.security.usingDevApiKey).toBe(true);
+      expect(test.app.faultInjection).toBe(true);
+    });
+
+    it('refuses the published dev secret and dev key bytes with a real store, even set explicitly', () => {
+      for (const NODE_ENV of ['production', 'development']) {
+        const problems = problemsOf({
+          NODE_ENV,
+          MONGODB_URI: realUri,
+          API_KEYS: 'acme:dev-secret-change-me',
+          IDEMPOTENCY_ENCRYPTION_KEY: `mine:${devKey}`,
+        });
+        expect(problems).toEqual([
+          expect.stringMatching(/^API_KEYS: the published dev secret is refused/),
+          expect.stringMatching(/^IDEMPOTENCY_ENCRYPTION_KEY\/IDEMPOTENCY_DECRYPTION_KEYS: the published dev key is refused/),
+        ]);
+        expect(problemsOf({ NODE_ENV, MONGODB_URI: realUri, ...keys, IDEMPOTENCY_DECRYPTION_KEYS: devKey })).toEqual([
+          expect.stringMatching(/the published dev key is refused/),
+        ]);
+      }
+    });
+
+    it('binds loopback while the dev tenant is active, every interface otherwise', () => {
+      expect(loadConfiguration({}).app.host).toBe('127.0.0.1');
+      expect(loadConfiguration({ API_KEYS: keys.API_KEYS }).app.host).toBe('0.0.0.0');
+      expect(loadConfiguration({ API_KEYS: keys.API_KEYS, HOST: '10.0.0.5' }).app.host).toBe('10.0.0.5');
+      expect(loadConfiguration({ HOST: '::1' }).app.host).toBe('::1');
+      expect(problemsOf({ HOST: '0.0.0.0' })).toEqual([expect.stringMatching(/^HOST: the dev tenant .* loopback only/)]);
+    });
+  });
+
+  describe('API keys and config errors (security review 2, #8)', () => {
+    it('refuses one secret for two tenants (the first tenant would win)', () => {
+      expect(problemsOf({ API_KEYS: 'acme:same-secret-0123456789,globex:same-secret-0123456789' })).toEqual([
+        'API_KEYS: tenants "acme" and "globex" have the same secret; every secret must be unique',
+      ]);
+      expect(loadConfiguration({ API_KEYS: 'acme:one-secret-0123456789,acme:two-secret-0123456789' }).security.apiKeys).toHaveLength(2);
+    });
+
+    it('never echoes a secret, a key or the credentials of a URI', () => {
+      const problems = problemsOf({
+        MONGODB_URI: 'mongodb://admin:S3cretPassw0rd@db host/?replicaSet=rs0',
+        REDIS_URL: 'redis+sentinel://:R3disPass@cache:26379',
+        IDEMPOTENCY_ENCRYPTION_KEY: 'k9:not-base64-S3cretKeyMaterial!',
+        API_KEYS: 'acme:short',
+      }).join('\n');
+      expect(problems).toMatch(/^MONGODB_URI: .*\(got "mongodb:\/\/\*\*\*@db host\/\?replicaSet=rs0"\)/m);
+      expect(problems).toMatch(/^REDIS_URL: .*\(got "redis\+sentinel:\/\/\*\*\*@cache:26379"\)/m);
+      for (const secret of ['S3cretPassw0rd', 'R3disPass', 'S3cretKeyMaterial', 'short']) expect(problems).not.toContain(secret);
+    });
+  });
+
   it('bounds every HTTP and store wait by default', () => {
     const config = loadConfiguration({});
     expect(config.http).toEqual({

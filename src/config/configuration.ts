@@ -17,8 +17,10 @@ class EnvironmentVariables {
   @Max(65535)
   PORT: number = 3000;
 
+  // Unset: every interface (0.0.0.0), or loopback only while the dev tenant is active.
+  @IsOptional()
   @IsString()
-  HOST: string = '0.0.0.0';
+  HOST?: string;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL: string = 'info';
@@ -388,10 +390,26 @@ export interface Configuration {
   redis: RedisSettings;
 }
 
-/** Documented in README and .env.example; never valid in production. */
+/** Documented in README and .env.example; only with the embedded store or NODE_ENV=test, refused with a real store even if set. */
 export const DEV_TENANT = 'dev';
 export const DEV_API_SECRET = 'dev-secret-change-me';
 const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 'dev-only-idempotency-key');
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/**
+ * A refused value as the error may show it: never a secret or key (their
+ * length only), never the credentials of a URI (user and password).
+ */
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined) return 'nothing';
+  if (/KEY|SECRET|TOKEN|PASSWORD/.test(name)) return `${value.length} characters, not shown`;
+  if (/_(URI|URL)$/.test(name) && value.includes('@')) {
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(value)?.[0] ?? '';
+    return JSON.stringify(`${scheme}***${value.slice(value.lastIndexOf('@'))}`);
+  }
+  return JSON.stringify(value);
+}
 
 const BOOLEAN_STRINGS: Record<string, boolean> = { true: true, false: false, '1': true, '0': false };
 
@@ -407,26 +425,36 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       excludeExtraneousValues: false,
     },
   );
+  const invalid = new Set<string>();
   for (const error of validateSync(env, { skipMissingProperties: false })) {
+    invalid.add(error.property);
     const constraints = Object.values(error.constraints ?? {}).join('; ');
-    problems.push(`${error.property}: ${constraints} (got ${JSON.stringify(raw[error.property])})`);
+    problems.push(`${error.property}: ${constraints} (got ${shown(error.property, raw[error.property])})`);
   }
   const production = env.NODE_ENV === 'production';
+  // The dev tenant, the dev cipher key and the test switches are for the embedded store (a laptop) or tests,
+  // never for a real database: NODE_ENV defaults to development, so it cannot be what guards them.
+  const devAllowed = !production && (!env.MONGODB_URI || invalid.has('MONGODB_URI') || env.NODE_ENV === 'test');
+  const realStore = production ? 'NODE_ENV=production' : 'MONGODB_URI is set (outside NODE_ENV=test)';
   if (production && !env.MONGODB_URI) problems.push('MONGODB_URI: required when NODE_ENV=production');
-  if (production && env.FAULT_INJECTION) problems.push('FAULT_INJECTION: refused when NODE_ENV=production');
-  if (production && env.BENCH_DISABLE_IDEMPOTENCY) problems.push('BENCH_DISABLE_IDEMPOTENCY: refused when NODE_ENV=production');
+  if (!devAllowed && env.FAULT_INJECTION) problems.push(`FAULT_INJECTION: refused when ${realStore}`);
+  if (!devAllowed && env.BENCH_DISABLE_IDEMPOTENCY) problems.push(`BENCH_DISABLE_IDEMPOTENCY: refused when ${realStore}`);
   if (env.FAULT_CRASH_AT && !env.FAULT_INJECTION) problems.push('FAULT_CRASH_AT: needs FAULT_INJECTION=true');
   checkRelations(env, problems);
 
-  const apiKeys = parseApiKeys(env.API_KEYS, production, problems);
-  const cipherKeys = parseCipherKeys(env, production, problems);
+  const apiKeys = parseApiKeys(env.API_KEYS, devAllowed ? undefined : realStore, problems);
+  const cipherKeys = parseCipherKeys(env, devAllowed ? undefined : realStore, problems);
+  const host = env.HOST ?? (apiKeys.dev ? '127.0.0.1' : '0.0.0.0');
+  if (apiKeys.dev && !LOOPBACK.has(host)) {
+    problems.push('HOST: the dev tenant (API_KEYS unset) listens on loopback only (127.0.0.1, ::1, localhost); set API_KEYS to listen on HOST');
+  }
   if (problems.length > 0) throw new ConfigurationError(problems);
 
   return {
     app: {
       env: env.NODE_ENV as AppSettings['env'],
       port: env.PORT,
-      host: env.HOST,
+      host,
       logLevel: env.LOG_LEVEL,
       logFormat: logFormat(env.LOG_FORMAT, production, process.stdout.isTTY === true),
       logRefusedPerSecond: env.LOG_REFUSED_REQUESTS_PER_SECOND,
@@ -523,9 +551,10 @@ function coerceBooleans(raw: NodeJS.ProcessEnv, problems: string[]): Record<stri
   return out;
 }
 
-function parseApiKeys(value: string | undefined, production: boolean, problems: string[]) {
+/** `realStore`: why the dev defaults are refused here (undefined: they are allowed). */
+function parseApiKeys(value: string | undefined, realStore: string | undefined, problems: string[]) {
   if (!value) {
-    if (production) problems.push('API_KEYS: required when NODE_ENV=production');
+    if (realStore) problems.push(`API_KEYS: required when ${realStore}`);
     return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET }], dev: true };
   }
   const entries: ApiKeyEntry[] = [];
@@ -540,6 +569,12 @@ function parseApiKeys(value: string | undefined, production: boolean, problems: 
       problems.push('API_KEYS: each entry must be tenant:secret with a tenant of 1-64 letters, digits, _ or -');
     } else if (secret.length < 16) {
       problems.push(`API_KEYS: the secret of tenant "${tenant}" must be at least 16 characters`);
+    } else if (realStore && secret === DEV_API_SECRET) {
+      problems.push(`API_KEYS: the published dev secret is refused when ${realStore} (tenant "${tenant}")`);
+    } else if (entries.some((entry) => entry.secret === secret)) {
+      // The registry would take the first match: the second tenant's clients would act as the first tenant.
+      const first = entries.find((entry) => entry.secret === secret)!.tenant;
+      problems.push(`API_KEYS: tenants "${first}" and "${tenant}" have the same secret; every secret must be unique`);
     } else {
       entries.push({ tenant, secret });
     }
@@ -559,12 +594,12 @@ function parseApiKeys(value: string | undefined, production: boolean, problems: 
  */
 function parseCipherKeys(
   env: EnvironmentVariables,
-  production: boolean,
+  realStore: string | undefined,
   problems: string[],
 ): { current: CipherKey; all: CipherKey[]; dev: boolean } {
   const dev = { current: { id: 'dev', key: DEV_ENCRYPTION_KEY }, all: [{ id: 'dev', key: DEV_ENCRYPTION_KEY }], dev: true };
   if (!env.IDEMPOTENCY_ENCRYPTION_KEY) {
-    if (production) problems.push('IDEMPOTENCY_ENCRYPTION_KEY: required when NODE_ENV=production');
+    if (realStore) problems.push(`IDEMPOTENCY_ENCRYPTION_KEY: required when ${realStore}`);
     return dev;
   }
   const current = parseCipherKey('IDEMPOTENCY_ENCRYPTION_KEY', env.IDEMPOTENCY_ENCRYPTION_KEY, problems);
@@ -575,6 +610,10 @@ function parseCipherKeys(
     .map((part) => parseCipherKey('IDEMPOTENCY_DECRYPTION_KEYS', part, problems));
   if (!current || retired.some((key) => !key)) return dev;
   const all = [current, ...(retired as CipherKey[])];
+  if (realStore && all.some((key) => key.key.equals(DEV_ENCRYPTION_KEY))) {
+    problems.push(`IDEMPOTENCY_ENCRYPTION_KEY/IDEMPOTENCY_DECRYPTION_KEYS: the published dev key is refused when ${realStore}`);
+    return dev;
+  }
   const ids = all.map((key) => key.id);
   const repeated = [...new Set(ids.filter((id, index) => ids.indexOf(id) !== index))];
   if (repeated.length > 0) {
