@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { VersioningType, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
+import { Logger, VersioningType, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
-import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { ApiKeyRegistry } from './auth/api-key.registry.js';
+import { UnauthorizedError } from './auth/auth.errors.js';
+import { ProblemDetailsFilter, sendProblem, toProblemResponse } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import type { HttpSettings } from './config/configuration.js';
-import { httpConfig, type HttpConfig } from './config/config.tokens.js';
+import { httpConfig, securityConfig, type HttpConfig, type SecurityConfig } from './config/config.tokens.js';
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
@@ -65,7 +67,8 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
-    trustProxy: true,
+    // Off unless TRUST_PROXY names the balancer: otherwise any client could set its own X-Forwarded-For.
+    trustProxy: http.trustProxy,
     return503OnClosing: true,
     // A caller's well-formed X-Request-Id is kept (and logged); otherwise each request gets a UUID.
     requestIdHeader: false,
@@ -94,6 +97,31 @@ function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
 }
 
 /**
+ * 401 before the body is read, for every request that has one, and for
+ * paths no route matches (so a stranger cannot tell routes from typos). The
+ * content-type parser (shape scan, JSON.parse, key walk) runs before Nest's
+ * guards; without this an unauthenticated caller had it run for free.
+ * Body-less requests to existing routes (health, metrics, docs, and every
+ * GET) are left to the guards, which also check scopes.
+ */
+function refuseStrangersEarly(app: NestFastifyApplication): void {
+  const registry = new ApiKeyRegistry(app.get<SecurityConfig>(securityConfig.KEY).apiKeys);
+  const logger = new Logger('ProblemDetails');
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onRequest', (request, reply, done) => {
+      const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
+      const unmatched = request.routeOptions.url === undefined;
+      if ((hasBody || unmatched) && !registry.authenticate(request.headers.authorization)) {
+        sendProblem(reply, toProblemResponse(new UnauthorizedError(), logger));
+        return;
+      }
+      done();
+    });
+}
+
+/**
  * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
  * exercise exactly what production runs. (Signal handling is process-wide,
  * so main.ts subscribes to SIGTERM itself; tests close their apps.)
@@ -107,6 +135,7 @@ export function configureApp(app: NestFastifyApplication): INestApplication {
   acceptJsonOnly(fastify, app.get<HttpConfig>(httpConfig.KEY));
   closeIdleConnectionsOnClose(fastify);
   countRequests(app);
+  refuseStrangersEarly(app);
   setUpOpenApi(app);
   return app;
 }

@@ -72,7 +72,7 @@ describe('loadConfiguration', () => {
       API_KEYS: 'acme:acme-secret-0123456789',
       IDEMPOTENCY_ENCRYPTION_KEY: key,
     });
-    expect(ok.security.apiKeys).toEqual([{ tenant: 'acme', secret: 'acme-secret-0123456789' }]);
+    expect(ok.security.apiKeys).toEqual([{ tenant: 'acme', secret: 'acme-secret-0123456789', id: 'acme#1', scopes: ['orders'] }]);
     expect(ok.idempotency.encryptionKey.id).toBe(keyId(Buffer.from(key, 'base64')));
   });
 
@@ -195,6 +195,26 @@ describe('loadConfiguration', () => {
     });
   });
 
+  it('trusts no proxy unless told which (security review 2, #16)', () => {
+    expect(loadConfiguration({}).http.trustProxy).toBe(false);
+    expect(loadConfiguration({ TRUST_PROXY: '10.0.0.0/8,127.0.0.1' }).http.trustProxy).toBe('10.0.0.0/8,127.0.0.1');
+    expect(loadConfiguration({ TRUST_PROXY: 'true' }).http.trustProxy).toBe(true);
+    for (const bad of ['everyone', '1']) expect(problemsOf({ TRUST_PROXY: bad })).toEqual([expect.stringMatching(/^TRUST_PROXY: /)]);
+  });
+
+  it('reads scopes from API_KEYS; a key without scopes may only handle orders (security review 2, #9)', () => {
+    const keys = loadConfiguration({
+      API_KEYS: 'acme:acme-secret-0123456789,acme:acme-privacy-0123456789:privacy+admin,globex:glo:bex-secret-0123456789:orders',
+    }).security.apiKeys;
+    expect(keys).toEqual([
+      { tenant: 'acme', secret: 'acme-secret-0123456789', id: 'acme#1', scopes: ['orders'] },
+      { tenant: 'acme', secret: 'acme-privacy-0123456789', id: 'acme#2', scopes: ['privacy', 'admin'] },
+      { tenant: 'globex', secret: 'glo:bex-secret-0123456789', id: 'globex#1', scopes: ['orders'] },
+    ]);
+    expect(problemsOf({ API_KEYS: 'acme:acme-secret-0123456789:root' })).toEqual([expect.stringMatching(/unknown scope/)]);
+    expect(loadConfiguration({}).security.apiKeys[0].scopes).toEqual(['orders', 'admin', 'privacy']);
+  });
+
   it('bounds every HTTP and store wait by default', () => {
     const config = loadConfiguration({});
     expect(config.http).toEqual({
@@ -204,6 +224,7 @@ describe('loadConfiguration', () => {
       keepAliveTimeoutMs: 5000,
       jsonMaxDepth: 8,
       jsonMaxValues: 1000,
+      trustProxy: false,
     });
     expect(config.mongo).toMatchObject({
       serverSelectionTimeoutMs: 3000,

@@ -53,6 +53,13 @@ class EnvironmentVariables {
   @Max(64)
   HTTP_JSON_MAX_DEPTH: number = 8;
 
+  // Which peers may set X-Forwarded-*: false (none), the balancers' addresses/CIDRs, or true (anyone: only behind a balancer that overwrites them).
+  @IsString()
+  @Matches(/^(false|true|[0-9A-Fa-f:.\/]+(,[0-9A-Fa-f:.\/]+)*)$/, {
+    message: 'must be false, true, or comma-separated addresses/CIDRs of the balancers',
+  })
+  TRUST_PROXY: string = 'false';
+
   @IsInt()
   @Min(10)
   @Max(1000000)
@@ -296,6 +303,8 @@ export interface HttpSettings {
   /** JSON bodies: nesting depth and number of values, checked before parsing and validation. */
   jsonMaxDepth: number;
   jsonMaxValues: number;
+  /** Fastify's trustProxy: whose X-Forwarded-For/-Proto/-Host are believed (request.ip, protocol, host). */
+  trustProxy: boolean | string;
 }
 
 export interface MongoSettings {
@@ -320,9 +329,16 @@ export interface SecuritySettings {
   rateLimitPerTenantPerMinute: number;
 }
 
+/** What an API key may do: create and read orders, administer idempotency keys, erase customers. */
+export const API_KEY_SCOPES = ['orders', 'admin', 'privacy'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
 export interface ApiKeyEntry {
   tenant: string;
   secret: string;
+  /** Logged in audit lines instead of the secret: `<tenant>#<n>`, the tenant's n-th key in API_KEYS. */
+  id: string;
+  scopes: ApiKeyScope[];
 }
 
 export interface IdempotencySettings {
@@ -446,7 +462,9 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   const cipherKeys = parseCipherKeys(env, devAllowed ? undefined : realStore, problems);
   const host = env.HOST ?? (apiKeys.dev ? '127.0.0.1' : '0.0.0.0');
   if (apiKeys.dev && !LOOPBACK.has(host)) {
-    problems.push('HOST: the dev tenant (API_KEYS unset) listens on loopback only (127.0.0.1, ::1, localhost); set API_KEYS to listen on HOST');
+    problems.push(
+      'HOST: the dev tenant (API_KEYS unset) listens on loopback only (127.0.0.1, ::1, localhost); set API_KEYS to listen on HOST',
+    );
   }
   if (problems.length > 0) throw new ConfigurationError(problems);
 
@@ -471,6 +489,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       jsonMaxDepth: env.HTTP_JSON_MAX_DEPTH,
       jsonMaxValues: env.HTTP_JSON_MAX_VALUES,
+      trustProxy: trustProxy(env.TRUST_PROXY),
     },
     mongo: {
       uri: env.MONGODB_URI,
@@ -521,6 +540,10 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   };
 }
 
+function trustProxy(value: string): boolean | string {
+  return value === 'false' || value === 'true' ? value === 'true' : value;
+}
+
 /** Limits that only make sense together. */
 function checkRelations(env: EnvironmentVariables, problems: string[]): void {
   if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
@@ -551,11 +574,16 @@ function coerceBooleans(raw: NodeJS.ProcessEnv, problems: string[]): Record<stri
   return out;
 }
 
-/** `realStore`: why the dev defaults are refused here (undefined: they are allowed). */
+/**
+ * `tenant:secret` (scope `orders`) or `tenant:secret:scope+scope`: with two or
+ * more colons, the part after the last one is the scope list, so a secret that
+ * contains a colon must name its scopes. `realStore`: why the dev defaults are
+ * refused here (undefined: they are allowed).
+ */
 function parseApiKeys(value: string | undefined, realStore: string | undefined, problems: string[]) {
   if (!value) {
     if (realStore) problems.push(`API_KEYS: required when ${realStore}`);
-    return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET }], dev: true };
+    return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET, id: `${DEV_TENANT}#1`, scopes: [...API_KEY_SCOPES] }], dev: true };
   }
   const entries: ApiKeyEntry[] = [];
   for (const pair of value
@@ -564,11 +592,18 @@ function parseApiKeys(value: string | undefined, realStore: string | undefined, 
     .filter(Boolean)) {
     const separator = pair.indexOf(':');
     const tenant = pair.slice(0, separator);
-    const secret = pair.slice(separator + 1);
+    const rest = pair.slice(separator + 1);
+    const scopeSeparator = rest.lastIndexOf(':');
+    const secret = scopeSeparator >= 0 ? rest.slice(0, scopeSeparator) : rest;
+    const scopes = scopeSeparator >= 0 ? rest.slice(scopeSeparator + 1).split('+') : ['orders'];
     if (separator < 1 || !/^[A-Za-z0-9_-]{1,64}$/.test(tenant)) {
-      problems.push('API_KEYS: each entry must be tenant:secret with a tenant of 1-64 letters, digits, _ or -');
+      problems.push('API_KEYS: each entry must be tenant:secret[:scopes] with a tenant of 1-64 letters, digits, _ or -');
     } else if (secret.length < 16) {
       problems.push(`API_KEYS: the secret of tenant "${tenant}" must be at least 16 characters`);
+    } else if (!scopes.every((scope) => (API_KEY_SCOPES as readonly string[]).includes(scope))) {
+      problems.push(
+        `API_KEYS: a key of tenant "${tenant}" names an unknown scope; scopes are ${API_KEY_SCOPES.join(', ')}, joined by + (tenant:secret:orders+admin)`,
+      );
     } else if (realStore && secret === DEV_API_SECRET) {
       problems.push(`API_KEYS: the published dev secret is refused when ${realStore} (tenant "${tenant}")`);
     } else if (entries.some((entry) => entry.secret === secret)) {
@@ -576,7 +611,8 @@ function parseApiKeys(value: string | undefined, realStore: string | undefined, 
       const first = entries.find((entry) => entry.secret === secret)!.tenant;
       problems.push(`API_KEYS: tenants "${first}" and "${tenant}" have the same secret; every secret must be unique`);
     } else {
-      entries.push({ tenant, secret });
+      const n = entries.filter((entry) => entry.tenant === tenant).length + 1;
+      entries.push({ tenant, secret, id: `${tenant}#${n}`, scopes: [...new Set(scopes)] as ApiKeyScope[] });
     }
   }
   if (entries.length === 0 && problems.length === 0) problems.push('API_KEYS: no tenant:secret pair found');

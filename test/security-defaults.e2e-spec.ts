@@ -1,0 +1,118 @@
+// Security review 2, low items on the HTTP edge: strangers are refused before
+// their body is parsed (#12) and before they can tell routes from typos
+// (#19); a 404 echoes neither the URL nor its query string (#10); erasure and
+// key admin need their own scopes (#9); a 410 says "Gone" (#19).
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { orderBody, startApp, type TestApp } from './support/test-app.js';
+
+const ORDERS_ONLY = 'acme-orders-secret-0123456789';
+const PRIVACY = 'acme-privacy-secret-0123456789';
+const ADMIN = 'acme-admin-secret-0123456789';
+const bearer = (secret: string) => ({ Authorization: `Bearer ${secret}` });
+
+describe('the HTTP edge refuses strangers early and says little', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'security_defaults_test',
+      env: { API_KEYS: `acme:${ORDERS_ONLY},acme:${PRIVACY}:privacy,acme:${ADMIN}:admin` },
+    });
+  });
+  afterAll(async () => t.close());
+  beforeEach(async () => t.reset());
+
+  it('answers 401 to an unauthenticated body before parsing it: malformed or oversized, it is still 401 (#12)', async () => {
+    const malformed = await t
+      .http()
+      .post('/v1/orders')
+      .set('Idempotency-Key', 'k-early')
+      .set('Content-Type', 'application/json')
+      .send('{"customerId": "cus_1", ');
+    expect(malformed.status).toBe(401);
+    expect(malformed.body).toMatchObject({ code: 'unauthorized', status: 401 });
+    expect(malformed.headers['content-type']).toContain('application/problem+json');
+
+    const oversized = await t
+      .http()
+      .post('/v1/orders')
+      .set('Content-Type', 'application/json')
+      .send(`{"x":"${'a'.repeat(200_000)}"}`);
+    expect(oversized.status).toBe(401);
+    // A wrong key is a stranger too; with the right key the same malformed body is the client's 400.
+    const wrongKey = await t
+      .http()
+      .post('/v1/orders')
+      .set(bearer('not-a-key-0123456789'))
+      .set('Content-Type', 'application/json')
+      .send('{');
+    expect(wrongKey.status).toBe(401);
+    const known = await t
+      .http()
+      .post('/v1/orders')
+      .set(bearer(ORDERS_ONLY))
+      .set('Idempotency-Key', 'k-early')
+      .set('Content-Type', 'application/json')
+      .send('{');
+    expect(known.status).toBe(400);
+    expect(await t.db.collection('idempotency_records').countDocuments()).toBe(0);
+  });
+
+  it('does not tell a stranger which routes exist; a 404 echoes neither path nor query (#19, #10)', async () => {
+    for (const path of ['/v1/nope/x?api_key=SECRET123', '/v1/orders/ord_1/nothing']) {
+      const res = await t.http().get(path);
+      expect(res.status).toBe(401);
+      expect(res.body.code).toBe('unauthorized');
+    }
+    const existing = await t.http().get('/v1/orders');
+    expect(existing.status).toBe(401);
+
+    const notFound = await t.http().get('/v1/nope/secret-token-in-path?api_key=SECRET123').set(bearer(ORDERS_ONLY));
+    expect(notFound.status).toBe(404);
+    expect(notFound.body).toMatchObject({ status: 404, code: 'not_found', detail: 'No route matches this method and path.' });
+    expect(notFound.text).not.toMatch(/SECRET123|secret-token-in-path|nope/);
+    // Public routes stay public.
+    expect((await t.http().get('/health/live')).status).toBe(200);
+  });
+
+  it('needs the privacy scope to erase a customer and the admin scope for key admin; an orders key changes nothing (#9)', async () => {
+    const created = await t
+      .http()
+      .post('/v1/orders')
+      .set(bearer(ORDERS_ONLY))
+      .set('Idempotency-Key', 'k-scoped')
+      .send(orderBody({ customerId: 'cus_scoped' }));
+    expect(created.status).toBe(201);
+
+    const refused = await t.http().delete('/v1/customers/cus_scoped/data').set(bearer(ORDERS_ONLY));
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'insufficient_scope', title: 'Forbidden' });
+    expect(await t.db.collection('erasures').countDocuments()).toBe(0);
+    expect(await t.db.collection('orders').findOne({})).toMatchObject({ customerId: 'cus_scoped' });
+
+    for (const secret of [ORDERS_ONLY, PRIVACY]) {
+      expect((await t.http().get('/v1/idempotency-keys/k-scoped').set(bearer(secret))).status).toBe(403);
+      expect((await t.http().post('/v1/idempotency-keys/k-scoped/release').set(bearer(secret))).status).toBe(403);
+    }
+    expect((await t.http().delete('/v1/customers/cus_scoped/data').set(bearer(ADMIN))).status).toBe(403);
+    expect(await t.db.collection('erasures').countDocuments()).toBe(0);
+
+    const key = await t.http().get('/v1/idempotency-keys/k-scoped').set(bearer(ADMIN));
+    expect(key.status).toBe(200);
+    const erased = await t.http().delete('/v1/customers/cus_scoped/data').set(bearer(PRIVACY));
+    expect(erased.status).toBe(200);
+    expect(await t.db.collection('erasures').countDocuments()).toBe(1);
+    // Orders routes need the orders scope: a privacy-only key cannot create or list orders.
+    expect((await t.http().get('/v1/orders').set(bearer(PRIVACY))).status).toBe(403);
+
+    // The erased key's replay is a 410 titled "Gone", not "Error".
+    const replay = await t
+      .http()
+      .post('/v1/orders')
+      .set(bearer(ORDERS_ONLY))
+      .set('Idempotency-Key', 'k-scoped')
+      .send(orderBody({ customerId: 'cus_scoped' }));
+    expect(replay.status).toBe(410);
+    expect(replay.body.title).toBe('Gone');
+  });
+});
