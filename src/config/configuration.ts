@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { plainToInstance } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
@@ -55,9 +56,6 @@ class EnvironmentVariables {
 
   // Which peers may set X-Forwarded-*: false (none), the balancers' addresses/CIDRs, or true (anyone: only behind a balancer that overwrites them).
   @IsString()
-  @Matches(/^(false|true|[0-9A-Fa-f:.\/]+(,[0-9A-Fa-f:.\/]+)*)$/, {
-    message: 'must be false, true, or comma-separated addresses/CIDRs of the balancers',
-  })
   TRUST_PROXY: string = 'false';
 
   @IsInt()
@@ -546,6 +544,21 @@ function trustProxy(value: string): boolean | string {
 
 /** Limits that only make sense together. */
 function checkRelations(env: EnvironmentVariables, problems: string[]): void {
+  const proxies = env.TRUST_PROXY === 'false' || env.TRUST_PROXY === 'true' ? [] : env.TRUST_PROXY.split(',');
+  const isAddressOrCidr = (entry: string) => {
+    const [address, prefix, extra] = entry.trim().split('/');
+    const family = isIP(address);
+    return (
+      family > 0 &&
+      extra === undefined &&
+      (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)))
+    );
+  };
+  if (proxies.some((entry) => !isAddressOrCidr(entry))) {
+    problems.push(
+      `TRUST_PROXY: must be false, true, or comma-separated addresses/CIDRs of the balancers (got ${shown('TRUST_PROXY', env.TRUST_PROXY)})`,
+    );
+  }
   if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
