@@ -13,6 +13,7 @@ import { httpConfig, securityConfig, type HttpConfig, type SecurityConfig } from
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
+import { ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
@@ -35,6 +36,7 @@ function countRequests(app: NestFastifyApplication): void {
     .getInstance()
     .addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
+      (request.raw as IncomingMessage & { [ROUTE_PATTERN]?: string })[ROUTE_PATTERN] = request.routeOptions.url ?? 'unmatched';
     })
     .addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';

@@ -48,8 +48,13 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
   }
   const { code, codeName } = (error ?? {}) as { code?: unknown; codeName?: unknown };
   const driverCode = code === undefined ? '' : ` [code ${JSON.stringify(code)}${codeName ? ` ${JSON.stringify(codeName)}` : ''}]`;
-  logger.error(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`);
+  logger.error(redactDriverValues(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`));
   return { problem: problem(500, 'internal_error', 'An unexpected error occurred.'), headers: {} };
+}
+
+/** An unmapped E11000 names the duplicate value (`dup key: { _id: "acme:...:key:<raw key>" }`): logs keep the shape only. */
+export function redactDriverValues(text: string): string {
+  return text.replace(/dup key: \{[^}]*\}/g, 'dup key: { <redacted> }');
 }
 
 function fromHttpException(error: HttpException): ProblemResponse {
