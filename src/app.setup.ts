@@ -9,7 +9,7 @@ import { UnauthorizedError } from './auth/auth.errors.js';
 import { ProblemDetailsFilter, sendProblem, toProblemResponse } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import type { HttpSettings } from './config/configuration.js';
-import { httpConfig, securityConfig, type HttpConfig, type SecurityConfig } from './config/config.tokens.js';
+import { appConfig, httpConfig, securityConfig, type AppConfig, type HttpConfig, type SecurityConfig } from './config/config.tokens.js';
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
@@ -138,6 +138,7 @@ export function configureApp(app: NestFastifyApplication): INestApplication {
   closeIdleConnectionsOnClose(fastify);
   countRequests(app);
   refuseStrangersEarly(app);
-  setUpOpenApi(app);
+  // Optional in production (DOCS_ENABLED): the document maps every route for whoever asks.
+  if (app.get<AppConfig>(appConfig.KEY).docsEnabled) setUpOpenApi(app);
   return app;
 }

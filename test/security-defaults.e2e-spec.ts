@@ -1,9 +1,12 @@
 // Security review 2, low items on the HTTP edge: strangers are refused before
 // their body is parsed (#12) and before they can tell routes from typos
 // (#19); a 404 echoes neither the URL nor its query string (#10); erasure and
-// key admin need their own scopes (#9); a 410 says "Gone" (#19).
+// key admin need their own scopes (#9); a 410 says "Gone" (#19); metrics,
+// readiness details and docs are not public on the API port (#6).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { orderBody, startApp, type TestApp } from './support/test-app.js';
+import { randomBytes } from 'node:crypto';
+import { freePort, httpRequest } from './support/service-process.js';
+import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const ORDERS_ONLY = 'acme-orders-secret-0123456789';
 const PRIVACY = 'acme-privacy-secret-0123456789';
@@ -114,5 +117,59 @@ describe('the HTTP edge refuses strangers early and says little', () => {
       .send(orderBody({ customerId: 'cus_scoped' }));
     expect(replay.status).toBe(410);
     expect(replay.body.title).toBe('Gone');
+  });
+});
+
+describe('/metrics, /health/ready and /docs on the API port (#6)', () => {
+  // A deployment: a real store (the run's MONGODB_URI) and NODE_ENV other than test.
+  const deployed = (extra: Record<string, string>) => ({
+    NODE_ENV: 'production',
+    IDEMPOTENCY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    ...extra,
+  });
+
+  it('serves metrics on their own listener, not the API port; liveness stays public; readiness names no replica set; no docs in production', async () => {
+    const metricsPort = await freePort();
+    const t = await startApp({
+      dbName: 'security_metrics_test',
+      env: deployed({ METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1' }),
+    });
+    try {
+      const onApi = await t.http().get('/metrics');
+      expect(onApi.status).toBe(404);
+      expect(onApi.text).not.toContain('nodejs_version_info');
+      const scraped = await httpRequest(`http://127.0.0.1:${metricsPort}`, { method: 'GET', path: '/metrics' });
+      expect(scraped.status).toBe(200);
+      expect(scraped.text).toContain('nodejs_version_info');
+      expect(scraped.text).toContain('http_requests_total{route="/metrics",method="GET",status="404"} 1');
+      expect((await httpRequest(`http://127.0.0.1:${metricsPort}`, { method: 'GET', path: '/v1/orders' })).status).toBe(404);
+
+      expect((await t.http().get('/health/live')).status).toBe(200);
+      const ready = await t.http().get('/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body.info).toEqual({ mongodb: { status: 'up' }, indexes: { status: 'up' } });
+
+      expect((await t.http().get('/docs/json')).status).toBe(401);
+      expect((await t.http().get('/docs/json').set(auth())).status).toBe(404);
+    } finally {
+      await t.close();
+    }
+    // Closed with the app: the port is free again.
+    await expect(httpRequest(`http://127.0.0.1:${metricsPort}`, { method: 'GET', path: '/metrics', timeoutMs: 2_000 })).rejects.toThrow();
+  });
+
+  it('with METRICS_TOKEN and no METRICS_PORT, /metrics on the API port needs the token', async () => {
+    const token = 'metrics-token-0123456789abcdef0123456789';
+    const t = await startApp({ dbName: 'security_metrics_token_test', env: deployed({ METRICS_TOKEN: token, DOCS_ENABLED: 'true' }) });
+    try {
+      expect((await t.http().get('/metrics')).status).toBe(401);
+      expect((await t.http().get('/metrics').set(bearer('metrics-token-0123456789abcdef012345678X'))).status).toBe(401);
+      const scraped = await t.http().get('/metrics').set(bearer(token));
+      expect(scraped.status).toBe(200);
+      expect(scraped.text).toContain('http_requests_total');
+      expect((await t.http().get('/docs/json')).status).toBe(200);
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -23,6 +23,28 @@ class EnvironmentVariables {
   @IsString()
   HOST?: string;
 
+  // /metrics on a listener of its own (never the API port). Default: 9464 wherever there is a real store.
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  METRICS_PORT?: number;
+
+  // Address of the metrics listener; default HOST's.
+  @IsOptional()
+  @IsString()
+  METRICS_HOST?: string;
+
+  // Bearer token for /metrics (on the API port when METRICS_PORT is unset, else on the metrics listener).
+  @IsOptional()
+  @IsString()
+  METRICS_TOKEN?: string;
+
+  // Swagger UI and the spec at /docs; default on, off in production.
+  @IsOptional()
+  @IsBoolean()
+  DOCS_ENABLED?: boolean;
+
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL: string = 'info';
 
@@ -287,7 +309,24 @@ export interface AppSettings {
   faultInjection: boolean;
   faultCrashAt?: FaultPoint;
   benchDisableIdempotency: boolean;
+  /** Swagger UI and the OpenAPI document at /docs. */
+  docsEnabled: boolean;
 }
+
+/**
+ * Where /metrics is served: `api` on the API port (public only with the
+ * embedded store or in tests, else behind `token`), or `port` on a listener
+ * of its own (the default wherever there is a real store).
+ */
+export interface MetricsSettings {
+  listener: 'api' | 'port';
+  port?: number;
+  host: string;
+  token?: string;
+}
+
+/** The scrape port Prometheus exporters conventionally use for the metrics listener. */
+export const DEFAULT_METRICS_PORT = 9464;
 
 /** What one client may cost the HTTP layer before it is cut off or refused. */
 export interface HttpSettings {
@@ -402,6 +441,7 @@ export interface Configuration {
   outbox: OutboxSettings;
   payments: PaymentsSettings;
   redis: RedisSettings;
+  metrics: MetricsSettings;
 }
 
 /** Documented in README and .env.example; only with the embedded store or NODE_ENV=test, refused with a real store even if set. */
@@ -464,6 +504,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       'HOST: the dev tenant (API_KEYS unset) listens on loopback only (127.0.0.1, ::1, localhost); set API_KEYS to listen on HOST',
     );
   }
+  const metrics = metricsSettings(env, devAllowed, host, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
 
   return {
@@ -479,6 +520,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       faultInjection: env.FAULT_INJECTION,
       faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
       benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
+      docsEnabled: env.DOCS_ENABLED ?? !production,
     },
     http: {
       bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
@@ -535,7 +577,20 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       breakerVolumeThreshold: env.REDIS_BREAKER_VOLUME_THRESHOLD,
       breakerResetMs: env.REDIS_BREAKER_RESET_MS,
     },
+    metrics,
   };
+}
+
+/** Metrics are public on the API port only where dev defaults are (a laptop, a test); elsewhere a port of their own or a token. */
+function metricsSettings(env: EnvironmentVariables, devAllowed: boolean, host: string, problems: string[]): MetricsSettings {
+  if (env.METRICS_TOKEN !== undefined && env.METRICS_TOKEN.length < 32) {
+    problems.push(`METRICS_TOKEN: must be at least 32 characters (got ${shown('METRICS_TOKEN', env.METRICS_TOKEN)})`);
+  }
+  const separate = env.METRICS_PORT !== undefined || (!devAllowed && env.METRICS_TOKEN === undefined);
+  if (separate && env.METRICS_PORT === env.PORT) problems.push('METRICS_PORT: must differ from PORT');
+  return separate
+    ? { listener: 'port', port: env.METRICS_PORT ?? DEFAULT_METRICS_PORT, host: env.METRICS_HOST ?? host, token: env.METRICS_TOKEN }
+    : { listener: 'api', host, token: env.METRICS_TOKEN };
 }
 
 function trustProxy(value: string): boolean | string {
@@ -577,7 +632,7 @@ function stripEmpty(raw: NodeJS.ProcessEnv): Record<string, string> {
 /** Implicit conversion would read "false" as true (a non-empty string), so booleans are parsed here. */
 function coerceBooleans(raw: NodeJS.ProcessEnv, problems: string[]): Record<string, boolean> {
   const out: Record<string, boolean> = {};
-  for (const name of ['REAPER_ENABLED', 'FAULT_INJECTION', 'BENCH_DISABLE_IDEMPOTENCY']) {
+  for (const name of ['REAPER_ENABLED', 'FAULT_INJECTION', 'BENCH_DISABLE_IDEMPOTENCY', 'DOCS_ENABLED']) {
     const value = raw[name];
     if (value === undefined || value === '') continue;
     const parsed = BOOLEAN_STRINGS[value.toLowerCase()];
