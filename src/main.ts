@@ -16,7 +16,13 @@ async function bootstrap(): Promise<void> {
 
   let backend: MongoBackend | undefined;
   if (!config.mongo.uri) {
-    backend = await resolveMongoBackend(process.env);
+    backend = await resolveMongoBackend(process.env).catch((error: unknown) => {
+      // The embedded store's packages are dev dependencies: an --omit=dev install has none of them.
+      if ((error as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND') {
+        throw new Error('MONGODB_URI is unset and the embedded store is not installed (npm ci without --omit=dev); set MONGODB_URI');
+      }
+      throw error;
+    });
     const embedded = backend;
     // The embedded server is a child process: take it down with us, however we exit.
     process.once('exit', () => void embedded.stop());
