@@ -5,7 +5,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { existsSync } from 'node:fs';
 import { configureApp, createAdapter, NEST_APP_OPTIONS } from './app.setup.js';
 import { AppModule } from './app.module.js';
-import { ConfigurationError, loadConfiguration } from './config/configuration.js';
+import { ConfigurationError, loadConfiguration, useEmbeddedStore } from './config/configuration.js';
 import { EMULATOR_GAPS, resolveMongoBackend, type MongoBackend } from './database/embedded-mongo.js';
 
 async function bootstrap(): Promise<void> {
@@ -31,7 +31,7 @@ async function bootstrap(): Promise<void> {
       new Logger('Bootstrap').fatal(`The embedded MongoDB stopped on its own (${reason}) and its data with it: exiting`);
       process.exit(1);
     });
-    process.env.MONGODB_URI = backend.uri;
+    useEmbeddedStore(backend.uri);
     notices.push({ level: 'log', message: `No MONGODB_URI: started an embedded ${backend.description} at ${backend.uri}` });
     if (backend.kind === 'emulator') {
       notices.push({ level: 'warn', message: `Embedded MongoDB is an emulator, for development only. Gaps: ${EMULATOR_GAPS}` });

@@ -5,7 +5,14 @@
 // readiness details and docs are not public on the API port (#6).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { freePort, httpRequest } from './support/service-process.js';
+import {
+  freePort,
+  httpRequest,
+  killAllServices,
+  orderBody as processOrderBody,
+  spawnService,
+  startService,
+} from './support/service-process.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const ORDERS_ONLY = 'acme-orders-secret-0123456789';
@@ -171,5 +178,34 @@ describe('/metrics, /health/ready and /docs on the API port (#6)', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('dev defaults in the real process (#3)', () => {
+  afterAll(async () => killAllServices());
+  const bare = { NODE_ENV: undefined, API_KEYS: undefined, HOST: undefined, IDEMPOTENCY_ENCRYPTION_KEY: undefined };
+
+  it('npm start as in the quick start (nothing set) runs the embedded store with the dev tenant, on loopback', async () => {
+    const service = await startService({ env: { ...bare, MONGODB_URI: undefined, MONGO_BACKEND: 'emulator', LOG_LEVEL: 'info' } });
+    const created = await httpRequest(service.baseUrl, {
+      method: 'POST',
+      path: '/v1/orders',
+      headers: { Authorization: 'Bearer dev-secret-change-me', 'Idempotency-Key': 'k-dev' },
+      body: processOrderBody(),
+    });
+    expect(created.status).toBe(201);
+    expect(service.stdout()).toContain(`Listening on http://127.0.0.1:${service.port}`);
+  });
+
+  it('a real MONGODB_URI without NODE_ENV or keys exits 1 naming what is missing, and prints no URI password', async () => {
+    const uri = new URL(process.env.MONGODB_URI!);
+    uri.username = 'admin';
+    uri.password = 'S3cretPassw0rd';
+    const service = await spawnService({ env: { ...bare, MONGODB_URI: uri.toString() } });
+    await expect(service.waitForExit(15_000)).resolves.toEqual({ code: 1, signal: null });
+    const text = service.stdout() + service.stderr();
+    expect(text).toMatch(/API_KEYS: required when MONGODB_URI is set/);
+    expect(text).toMatch(/IDEMPOTENCY_ENCRYPTION_KEY: required when MONGODB_URI is set/);
+    expect(text).not.toContain('S3cretPassw0rd');
   });
 });

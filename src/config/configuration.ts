@@ -467,6 +467,18 @@ function shown(name: string, value: string | undefined): string {
 
 const BOOLEAN_STRINGS: Record<string, boolean> = { true: true, false: false, '1': true, '0': false };
 
+/**
+ * The URI of the embedded store main.ts started because MONGODB_URI was
+ * unset. Kept here, not put into the environment: with MONGODB_URI set the
+ * dev defaults would be refused, and an environment variable saying "this
+ * URI is embedded" could be set by anyone for a real database.
+ */
+let embeddedStoreUri: string | undefined;
+
+export function useEmbeddedStore(uri: string): void {
+  embeddedStoreUri = uri;
+}
+
 /** Reads and validates the environment; throws ConfigurationError naming every bad variable. */
 export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   const problems: string[] = [];
@@ -532,7 +544,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       trustProxy: trustProxy(env.TRUST_PROXY),
     },
     mongo: {
-      uri: env.MONGODB_URI,
+      uri: env.MONGODB_URI ?? embeddedStoreUri,
       dbName: env.MONGODB_DB_NAME,
       serverSelectionTimeoutMs: env.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
       connectTimeoutMs: env.MONGODB_CONNECT_TIMEOUT_MS,
