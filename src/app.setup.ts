@@ -13,6 +13,7 @@ import { appConfig, httpConfig, securityConfig, type AppConfig, type HttpConfig,
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
+import { connectionsCheckingInterval, enforceRequestDeadline } from './http/request-deadline.js';
 import { ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
@@ -64,7 +65,7 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
     http: {
       headersTimeout: http.headersTimeoutMs,
       requestTimeout: http.requestTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, Math.ceil(http.headersTimeoutMs / 4)),
+      connectionsCheckingInterval: connectionsCheckingInterval(http),
     },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     clientErrorHandler: answerClientError,
@@ -134,7 +135,9 @@ export function configureApp(app: NestFastifyApplication): INestApplication {
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter());
   const fastify = app.getHttpAdapter().getInstance();
-  acceptJsonOnly(fastify, app.get<HttpConfig>(httpConfig.KEY));
+  const http = app.get<HttpConfig>(httpConfig.KEY);
+  acceptJsonOnly(fastify, http);
+  enforceRequestDeadline(fastify, http);
   closeIdleConnectionsOnClose(fastify);
   countRequests(app);
   refuseStrangersEarly(app);
