@@ -14,7 +14,7 @@ import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
 import { connectionsCheckingInterval, enforceRequestDeadline } from './http/request-deadline.js';
-import { ROUTE_PATTERN } from './logging/route-pattern.js';
+import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
@@ -37,7 +37,10 @@ function countRequests(app: NestFastifyApplication): void {
     .getInstance()
     .addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
-      (request.raw as IncomingMessage & { [ROUTE_PATTERN]?: string })[ROUTE_PATTERN] = request.routeOptions.url ?? 'unmatched';
+      const raw = request.raw as IncomingMessage & { [ROUTE_PATTERN]?: string; [CLIENT_REQUEST_ID]?: string };
+      raw[ROUTE_PATTERN] = request.routeOptions.url ?? 'unmatched';
+      const given = request.headers['x-request-id'];
+      if (typeof given === 'string' && /^[\w.-]{1,64}$/.test(given)) raw[CLIENT_REQUEST_ID] = given;
     })
     .addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';
@@ -73,12 +76,10 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
     // Off unless TRUST_PROXY names the balancer: otherwise any client could set its own X-Forwarded-For.
     trustProxy: http.trustProxy,
     return503OnClosing: true,
-    // A caller's well-formed X-Request-Id is kept (and logged); otherwise each request gets a UUID.
+    // Every request gets an id of ours (answered as X-Request-Id, in every log and audit line): a caller
+    // cannot reuse another request's id to muddy the trail. A caller's well-formed id is logged beside it.
     requestIdHeader: false,
-    genReqId: (request: IncomingMessage) => {
-      const given = request.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
-    },
+    genReqId: () => randomUUID(),
   });
 }
 

@@ -151,7 +151,11 @@ describe('request logs', () => {
       const res = await httpRequest(service.baseUrl, { method: 'GET', path: '/v1/nope/raw-path-4242?api_key=SECRET4242', headers });
       expect([401, 404]).toContain(res.status);
     }
-    const erased = await httpRequest(service.baseUrl, { method: 'DELETE', path: `/v1/customers/${customer}/data`, headers: admin });
+    const erased = await httpRequest(service.baseUrl, {
+      method: 'DELETE',
+      path: `/v1/customers/${customer}/data`,
+      headers: { ...admin, 'X-Request-Id': 'client-trace-4242' },
+    });
     expect(erased.status).toBe(200);
     const requestId = erased.headers['x-request-id'];
 
@@ -193,6 +197,12 @@ describe('request logs', () => {
     expect(entries).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ context: 'Audit', scope: 'privacy', allowed: true, tenant: 'acme', keyId: 'acme#1', requestId }),
+        // The caller's own id is logged beside ours, never instead of it.
+        expect.objectContaining({
+          msg: 'request completed',
+          req: expect.objectContaining({ id: requestId }),
+          clientRequestId: 'client-trace-4242',
+        }),
         expect.objectContaining({ context: 'Audit', scope: 'admin', allowed: true, keyId: 'acme#1' }),
       ]),
     );

@@ -4,13 +4,14 @@ import { LoggerModule } from 'nestjs-pino';
 import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { logDigest, logDigestKey } from './log-digest.js';
 import { RefusalLogSampler } from './refusal-log-sampler.js';
-import { ROUTE_PATTERN } from './route-pattern.js';
+import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './route-pattern.js';
 
 type LoggedRequest = IncomingMessage & {
   tenant?: string;
   apiKeyId?: string;
   idempotency?: { operation: string };
   [ROUTE_PATTERN]?: string;
+  [CLIENT_REQUEST_ID]?: string;
 };
 
 @Module({
@@ -44,6 +45,7 @@ type LoggedRequest = IncomingMessage & {
               const key = request.headers['idempotency-key'];
               return {
                 route: raw[ROUTE_PATTERN] ?? 'unmatched',
+                clientRequestId: raw[CLIENT_REQUEST_ID],
                 tenant: raw.tenant,
                 apiKeyId: raw.apiKeyId,
                 operation: raw.idempotency?.operation,
