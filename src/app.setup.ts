@@ -39,6 +39,8 @@ function countRequests(app: NestFastifyApplication): void {
       reply.header('x-request-id', request.id);
       const raw = request.raw as IncomingMessage & { [ROUTE_PATTERN]?: string; [CLIENT_REQUEST_ID]?: string };
       raw[ROUTE_PATTERN] = request.routeOptions.url ?? 'unmatched';
+      // API answers carry customer data: no shared or browser cache keeps them.
+      if (raw[ROUTE_PATTERN].startsWith('/v1/')) reply.header('cache-control', 'no-store');
       const given = request.headers['x-request-id'];
       if (typeof given === 'string' && /^[\w.-]{1,64}$/.test(given)) raw[CLIENT_REQUEST_ID] = given;
     })

@@ -109,6 +109,10 @@ describe('the HTTP edge refuses strangers early and says little', () => {
 
     const key = await t.http().get('/v1/idempotency-keys/k-scoped').set(bearer(ADMIN));
     expect(key.status).toBe(200);
+    // Answers with customer data are never cached (#19).
+    const order = await t.http().get(`/v1/orders/${created.body.id}`).set(bearer(ORDERS_ONLY));
+    expect(order.status).toBe(200);
+    for (const res of [created, key, order]) expect(res.headers['cache-control']).toBe('no-store');
     const erased = await t.http().delete('/v1/customers/cus_scoped/data').set(bearer(PRIVACY));
     expect(erased.status).toBe(200);
     expect(await t.db.collection('erasures').countDocuments()).toBe(1);
