@@ -15,9 +15,10 @@ import type { SecurityConfig } from '../config/config.tokens.js';
 import { IDEMPOTENT_OPTIONS } from '../idempotency/idempotent.decorator.js';
 import { idempotencyKeyHeader, parseIdempotencyKey } from '../idempotency/idempotency-key.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { SlidingWindowCounterStorage } from './rate-limit.storage.js';
 import { requestState } from './tenant.js';
 
-/** The limits are "per minute": a sliding window of this length. */
+/** The limits are "per minute": a sliding window of this length (approximated by two fixed windows, rate-limit.storage.ts). */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 export class RateLimitedError extends DomainError {
@@ -38,9 +39,12 @@ const tenantOf = (context: ExecutionContext) => requestState(context.switchToHtt
  *    client hammering one key is slowed without starving its other keys.
  * A request the tenant limit refuses never reaches the key limit, and the key
  * is validated (400) before it is tracked, and tracked as a SHA-256 digest:
- * a record costs the same whatever the client sends. Records of the in-memory
- * storage expire with their window (swept every minute), so memory is at most
- * about tenants x RATE_LIMIT_PER_TENANT_PER_MINUTE x 2 small records - which
+ * a record costs the same whatever the client sends. The storage is a
+ * sliding-window counter: O(1) per request and one fixed-size record per
+ * tracked tenant or key, at any configured limit. Only requests the tenant
+ * limit admitted create key records, and a record goes at most three windows
+ * after its last hit, so memory is at most about
+ * tenants x (1 + 3 x RATE_LIMIT_PER_TENANT_PER_MINUTE) small records - which
  * is why a key limit needs a tenant limit (configuration.ts). Per instance on
  * purpose: it protects this process; a global quota (Redis storage) belongs
  * to the gateway or a later change.
@@ -49,6 +53,7 @@ export function rateLimitOptions(config: SecurityConfig): ThrottlerModuleOptions
   const perTenant = config.rateLimitPerTenantPerMinute;
   const perKey = config.rateLimitPerKeyPerMinute;
   return {
+    storage: new SlidingWindowCounterStorage(),
     // Retry-After is set on the 429 itself; limits are not advertised on every response.
     setHeaders: false,
     // One bucket per tenant and per (tenant, key) across routes, not per route (the default).
