@@ -80,6 +80,11 @@ export class BenchStore {
     return false;
   }
 
+  /** Orders that reached `saved`: the creates a run completed, whether or not the load generator saw the answer. */
+  savedOrders(): Promise<number> {
+    return this.db.collection('orders').countDocuments({ state: 'saved' });
+  }
+
   async orderKeyStates(filter: Record<string, unknown> = {}): Promise<OrderKeyState[]> {
     const orders = await this.db
       .collection<{ _id: string; state: string; idempotency?: { recordId: string } }>('orders')
