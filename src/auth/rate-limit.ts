@@ -49,7 +49,22 @@ const tenantOf = (context: ExecutionContext) => requestState(context.switchToHtt
  * purpose: it protects this process; a global quota (Redis storage) belongs
  * to the gateway or a later change.
  */
-export function rateLimitOptions(config: SecurityConfig): ThrottlerModuleOptions {
+/** One declared limit: everything RateLimitGuard.canActivate reads, fixed at boot. */
+interface DeclaredLimit {
+  name: string;
+  ttl: number;
+  limit: number;
+  blockDuration: number;
+  skipIf: (context: ExecutionContext) => boolean;
+  getTracker: (request: Record<string, unknown>, context: ExecutionContext) => string;
+}
+
+type RateLimitOptions = ThrottlerModuleOptions & {
+  throttlers: DeclaredLimit[];
+  generateKey: (context: ExecutionContext, tracker: string, name: string) => string;
+};
+
+export function rateLimitOptions(config: SecurityConfig): RateLimitOptions {
   const perTenant = config.rateLimitPerTenantPerMinute;
   const perKey = config.rateLimitPerKeyPerMinute;
   return {
@@ -66,7 +81,7 @@ export function rateLimitOptions(config: SecurityConfig): ThrottlerModuleOptions
         // Sliding window, no extra penalty: a refused request is not counted.
         blockDuration: 0,
         skipIf: (context) => perTenant === 0 || !tenantOf(context),
-        getTracker: (_request, context) => tenantOf(context)!,
+        getTracker: (_request: Record<string, unknown>, context: ExecutionContext) => tenantOf(context)!,
       },
       {
         name: 'key',
@@ -74,8 +89,8 @@ export function rateLimitOptions(config: SecurityConfig): ThrottlerModuleOptions
         limit: perKey,
         blockDuration: 0,
         skipIf: (context) => perKey === 0 || !tenantOf(context) || !Reflect.getMetadata(IDEMPOTENT_OPTIONS, context.getHandler()),
-        getTracker: (request, context) => {
-          const key = parseIdempotencyKey(idempotencyKeyHeader((request as FastifyRequest).raw));
+        getTracker: (request: Record<string, unknown>, context: ExecutionContext) => {
+          const key = parseIdempotencyKey(idempotencyKeyHeader((request as unknown as FastifyRequest).raw));
           return `${tenantOf(context)}:${createHash('sha256').update(key).digest('base64url')}`;
         },
       },
@@ -93,6 +108,34 @@ export class RateLimitGuard extends ThrottlerGuard {
     private readonly metrics: MetricsService,
   ) {
     super(options, storage, reflector);
+    const declared = options as RateLimitOptions;
+    this.limits = declared.throttlers;
+    this.keyOf = declared.generateKey;
+  }
+
+  private readonly limits: DeclaredLimit[];
+  private readonly keyOf: RateLimitOptions['generateKey'];
+
+  /**
+   * The package's canActivate, less what this service never uses: per route
+   * it resolves five @Throttle/@SkipThrottle overrides per limit through the
+   * reflector and awaits each value - twenty metadata reads and a dozen
+   * awaits on every request, for decorators no route carries. The limits,
+   * their order, skipIf, trackers, keys and storage are the ones
+   * rateLimitOptions declares; as in the package, a refusal stops at the
+   * first limit, so a request the tenant limit refuses is not counted for
+   * its key.
+   */
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<Record<string, unknown>>();
+    for (const limit of this.limits) {
+      if (limit.skipIf(context)) continue;
+      const tracker = limit.getTracker(request, context);
+      const key = this.keyOf(context, tracker, limit.name);
+      const record = await this.storageService.increment(key, limit.ttl, limit.limit, 0, limit.name);
+      if (record.isBlocked) await this.throwThrottlingException(context, { ...record, limit: limit.limit, ttl: limit.ttl, key, tracker });
+    }
+    return true;
   }
 
   protected override throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
