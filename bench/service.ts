@@ -164,7 +164,19 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-function freePort(): Promise<number> {
+/** Ports handed out by this run: the OS may offer a port again once it is closed, before its service has bound it. */
+const handedOut = new Set<number>();
+
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await anyFreePort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
