@@ -288,9 +288,13 @@ async function warmThenMeasure(
   return { ...measured, cpuMsPerRequest: cpu.perRequest(completed), ...commands(completed) };
 }
 
-/** Until no order is mid-flight in the service: generous, because the CPU and command counts depend on it. */
+/**
+ * Until no order is mid-flight in the service: generous, because the CPU and
+ * command counts depend on it (half a second without progress happens on a
+ * loaded machine; five seconds means an abandoned order).
+ */
 async function drain(bench: Bench): Promise<void> {
-  if (!(await bench.store.quiesce(30_000))) process.stderr.write('  (note: orders still moving 30 s after the load stopped; going on)\n');
+  if (!(await bench.store.quiesce(30_000, 5_000))) process.stderr.write('  (note: orders still moving 30 s after the load stopped; going on)\n');
 }
 
 function windowAfterWarmup(settings: Settings, warmupRequests: number): number {

@@ -55,9 +55,10 @@ export class BenchStore {
    * the service still finish. Wait until no order is mid-flight (pending or
    * charged), or until the order counts stop moving for half a second (an
    * order abandoned mid-flight stays pending until the reaper, which is off
-   * here), or `timeoutMs`. Returns false on the timeout.
+   * here), or `timeoutMs`. Returns false on the timeout. `stillForMs`: how
+   * long unchanged counts mean "abandoned", not "slow".
    */
-  async quiesce(timeoutMs = 3000): Promise<boolean> {
+  async quiesce(timeoutMs = 3000, stillForMs = 500): Promise<boolean> {
     const orders = this.db.collection('orders');
     const deadline = Date.now() + timeoutMs;
     let last = '';
@@ -72,7 +73,7 @@ export class BenchStore {
       if (snapshot !== last) {
         last = snapshot;
         unchangedSince = Date.now();
-      } else if (Date.now() - unchangedSince >= 500) {
+      } else if (Date.now() - unchangedSince >= stillForMs) {
         return true;
       }
       await sleep(100);
