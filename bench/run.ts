@@ -294,7 +294,8 @@ async function warmThenMeasure(
  * loaded machine; five seconds means an abandoned order).
  */
 async function drain(bench: Bench): Promise<void> {
-  if (!(await bench.store.quiesce(30_000, 5_000))) process.stderr.write('  (note: orders still moving 30 s after the load stopped; going on)\n');
+  if (!(await bench.store.quiesce(30_000, 5_000)))
+    process.stderr.write('  (note: orders still moving 30 s after the load stopped; going on)\n');
 }
 
 function windowAfterWarmup(settings: Settings, warmupRequests: number): number {
