@@ -31,6 +31,21 @@ export class RateLimitedError extends DomainError {
 
 const tenantOf = (context: ExecutionContext) => requestState(context.switchToHttp().getRequest<FastifyRequest>()).tenant;
 
+/** One declared limit: everything RateLimitGuard.canActivate reads, fixed at boot. */
+interface DeclaredLimit {
+  name: string;
+  ttl: number;
+  limit: number;
+  blockDuration: number;
+  skipIf: (context: ExecutionContext) => boolean;
+  getTracker: (request: Record<string, unknown>, context: ExecutionContext) => string;
+}
+
+type RateLimitOptions = ThrottlerModuleOptions & {
+  throttlers: DeclaredLimit[];
+  generateKey: (context: ExecutionContext, tracker: string, name: string) => string;
+};
+
 /**
  * @nestjs/throttler with two named limits, checked in this order (same
  * window, and the guard keeps the declared order for equal windows):
@@ -49,21 +64,6 @@ const tenantOf = (context: ExecutionContext) => requestState(context.switchToHtt
  * purpose: it protects this process; a global quota (Redis storage) belongs
  * to the gateway or a later change.
  */
-/** One declared limit: everything RateLimitGuard.canActivate reads, fixed at boot. */
-interface DeclaredLimit {
-  name: string;
-  ttl: number;
-  limit: number;
-  blockDuration: number;
-  skipIf: (context: ExecutionContext) => boolean;
-  getTracker: (request: Record<string, unknown>, context: ExecutionContext) => string;
-}
-
-type RateLimitOptions = ThrottlerModuleOptions & {
-  throttlers: DeclaredLimit[];
-  generateKey: (context: ExecutionContext, tracker: string, name: string) => string;
-};
-
 export function rateLimitOptions(config: SecurityConfig): RateLimitOptions {
   const perTenant = config.rateLimitPerTenantPerMinute;
   const perKey = config.rateLimitPerKeyPerMinute;
@@ -124,7 +124,8 @@ export class RateLimitGuard extends ThrottlerGuard {
    * their order, skipIf, trackers, keys and storage are the ones
    * rateLimitOptions declares; as in the package, a refusal stops at the
    * first limit, so a request the tenant limit refuses is not counted for
-   * its key.
+   * its key. Hazard: a @Throttle or @SkipThrottle added to a route later is
+   * not read here; a new limit or exemption goes into rateLimitOptions.
    */
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<Record<string, unknown>>();
