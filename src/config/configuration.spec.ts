@@ -46,8 +46,11 @@ describe('loadConfiguration', () => {
       breakerErrorPercent: 50,
       breakerVolumeThreshold: 10,
       breakerResetMs: 5000,
+      namespace: 'idem:orders',
     });
     expect(loadConfiguration({ REDIS_URL: 'rediss://cache:6380/0' }).redis.url).toBe('rediss://cache:6380/0');
+    expect(loadConfiguration({ REDIS_NAMESPACE: 'payments-eu:prod' }).redis.namespace).toBe('payments-eu:prod');
+    expect(problemsOf({ REDIS_NAMESPACE: 'has space' })).toEqual([expect.stringMatching(/^REDIS_NAMESPACE: /)]);
     expect(problemsOf({ REDIS_URL: 'http://cache' })).toEqual([expect.stringMatching(/^REDIS_URL: /)]);
     expect(problemsOf({ REDIS_COMMAND_TIMEOUT_MS: '0' })).toEqual([expect.stringMatching(/^REDIS_COMMAND_TIMEOUT_MS: /)]);
   });
@@ -63,15 +66,31 @@ describe('loadConfiguration', () => {
       'FAULT_INJECTION',
       'IDEMPOTENCY_ENCRYPTION_KEY',
       'MONGODB_URI',
+      'PRIVACY_DIGEST_KEY',
     ]);
     const ok = loadConfiguration({
       NODE_ENV: 'production',
       MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0',
       API_KEYS: 'acme:acme-secret-0123456789',
       IDEMPOTENCY_ENCRYPTION_KEY: key,
+      PRIVACY_DIGEST_KEY: Buffer.alloc(32, 7).toString('base64'),
     });
     expect(ok.security.apiKeys).toEqual([{ tenant: 'acme', secret: 'acme-secret-0123456789' }]);
     expect(ok.idempotency.encryptionKey.id).toBe('k1');
+    expect(ok.idempotency.usingDevDigestKey).toBe(false);
+  });
+
+  it('validates the privacy digest key, and refuses a Redis without a password in production', () => {
+    expect(problemsOf({ PRIVACY_DIGEST_KEY: 'c2hvcnQ=' })).toEqual([expect.stringMatching(/^PRIVACY_DIGEST_KEY: .*32 bytes/)]);
+    const production = {
+      NODE_ENV: 'production',
+      MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0',
+      API_KEYS: 'acme:acme-secret-0123456789',
+      IDEMPOTENCY_ENCRYPTION_KEY: key,
+      PRIVACY_DIGEST_KEY: Buffer.alloc(32, 7).toString('base64'),
+    };
+    expect(problemsOf({ ...production, REDIS_URL: 'redis://cache:6379' })).toEqual([expect.stringMatching(/^REDIS_URL: .*password/)]);
+    expect(problemsOf({ ...production, REDIS_URL: 'rediss://svc:pw-0123456789@cache:6380' })).toEqual([]);
   });
 
   it('validates API keys and encryption keys', () => {

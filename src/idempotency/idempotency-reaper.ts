@@ -87,7 +87,7 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
       for (const record of await this.records.findStale(operations, this.clock.now(), this.config.batchSize)) {
         if (Date.now() >= deadline) break;
         run.examined++;
-        const decision = await this.reap(record);
+        const decision = await this.reap(record, { honourResumeWindow: true });
         run[decision]++;
         this.metrics.reaperRecords.inc({ decision });
       }
@@ -99,14 +99,20 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
     return run;
   }
 
-  /** Reaps one stale record now (also the admin API's release); the lease CAS still decides who wins. */
-  async reap(record: IdempotencyRecord): Promise<ReaperDecision> {
+  /**
+   * Reaps one stale record now; the lease CAS still decides who wins. The
+   * scheduled pass honours a resume window opened after it listed the
+   * record; the admin API's release is a person's decision to reap now.
+   */
+  async reap(record: IdempotencyRecord, options: { honourResumeWindow?: boolean } = {}): Promise<ReaperDecision> {
     const reconcile = this.reconcilers.get(record.operation);
     if (!reconcile) {
       this.logger.warn({ msg: 'no reconciler for operation', operation: record.operation });
       return 'skipped';
     }
-    const lease = await this.records.takeOver(record, newLease(this.clock.now(), this.idempotency.lockTimeoutMs));
+    const lease = await this.records.takeOver(record, newLease(this.clock.now(), this.idempotency.lockTimeoutMs), {
+      outsideResumeWindow: options.honourResumeWindow,
+    });
     if (!lease) return 'lost_lease';
     const context = { recordId: lease.recordId, operation: record.operation, attempt: lease.attempt, recoveryPoint: lease.recoveryPoint };
     try {
