@@ -17,7 +17,7 @@ describe('HTTP pipeline (foundation)', () => {
 
   it('builds the declared indexes at boot, not through autoIndex', async () => {
     const names = (await t.db.collection('idempotency_records').indexes()).map((index) => index.name);
-    expect(names).toEqual(expect.arrayContaining(['purge_ttl', 'reaper_scan']));
+    expect(names).toEqual(expect.arrayContaining(['purge_ttl', 'reaper_window_scan', 'pending_age']));
     const payments = await t.db.collection('payments').indexes();
     expect(payments.find((index) => index.name === 'charge_key_unique')?.unique).toBe(true);
   });

@@ -3,7 +3,10 @@
 // another body is still 422, an erasure is never undone by a cached answer,
 // and an in-flight marker nobody clears cannot hold a key past MongoDB's word.
 import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
-import { IdempotencyFastPath } from '../src/idempotency/fast-path/idempotency-fast-path.js';
+import { idempotencyConfig, type IdempotencyConfig } from '../src/config/config.tokens.js';
+import { Sealer } from '../src/idempotency/fast-path/cache-entry.js';
+import { IdempotencyFastPath, RedisKeys } from '../src/idempotency/fast-path/idempotency-fast-path.js';
+import { ErasureCacheSweep } from '../src/privacy/erasure-cache.sweep.js';
 import type { IdempotencyRecord } from '../src/idempotency/idempotency-record.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
@@ -14,12 +17,16 @@ import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 const mode = redisMode();
 const DB = 'test_fast_path';
 const recordId = (key: string) => `acme:orders-service:orders.create:key:${key}`;
-const entryKey = (key: string) => `idem:${DB}:resp:${recordId(key)}`;
-const markerKey = (key: string) => `idem:${DB}:mark:${recordId(key)}`;
 
 describeMode(mode, 'the Redis fast path', () => {
   let t: TestApp;
   let gateway: ControllableGateway;
+  let keys: RedisKeys;
+  let sealer: Sealer;
+  const entryKey = (key: string) => keys.entry(recordId(key));
+  const markerKey = (key: string) => keys.marker(recordId(key));
+  /** A value as the fast path writes it: `{mac}.{json}`. */
+  const jsonOf = (value: string | null) => (value === null ? null : JSON.parse(value.slice(value.indexOf('.') + 1)));
 
   beforeAll(async () => {
     t = await startApp({
@@ -28,6 +35,9 @@ describeMode(mode, 'the Redis fast path', () => {
       override: (builder) => builder.overrideProvider(PaymentGateway).useClass(ControllableGateway),
     });
     gateway = t.app.get(PaymentGateway) as ControllableGateway;
+    const digestKey = t.app.get<IdempotencyConfig>(idempotencyConfig.KEY).digestKey;
+    keys = new RedisKeys(`idem:${DB}`, digestKey);
+    sealer = new Sealer(digestKey);
   });
   beforeEach(async () => {
     await t.reset();
@@ -47,8 +57,10 @@ describeMode(mode, 'the Redis fast path', () => {
     expect(raw).not.toContain(first.body.paymentId);
     expect(raw).not.toContain('sku_1');
     const record = await t.db.collection('idempotency_records').findOne({});
-    const entry = JSON.parse(raw!);
+    const entry = jsonOf(raw);
     expect(entry.fp).toEqual(record!.fingerprint);
+    // Key names carry no tenant and no client key in clear (security review 2, #15).
+    expect(JSON.stringify(await t.redis!.keys('*'))).not.toMatch(/k-sealed|acme/);
     expect(entry.exp).toBe(record!.expiresAt.getTime());
     const ttl = await t.redis!.pttl(entryKey('k-sealed'));
     expect(Math.abs(Date.now() + ttl - record!.expiresAt.getTime())).toBeLessThan(5000);
@@ -94,23 +106,25 @@ describeMode(mode, 'the Redis fast path', () => {
     expect(replay.body.code).toBe('response_erased');
     expect(replay.text).not.toContain(first.body.id);
     const record = await t.db.collection('idempotency_records').findOne({});
-    expect(record).toMatchObject({ status: 'complete', fingerprint: { algorithm: 'erased' }, subject: null });
+    expect(record).toMatchObject({ status: 'complete', fingerprint: { algorithm: 'erased-hmac-sha256:sha256-jcs-v2' }, subject: null });
     expect(record!.response.status).toBe(410);
     expect(await t.db.collection('orders').countDocuments()).toBe(1);
     expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(1);
 
-    // An hour later (the mark expired) the erased answer is cached like any other; it matches any body, so a
-    // body that fails validation is validated first (400), as with MongoDB's early look-up.
-    await t.redis!.del(`idem:${DB}:erased:${recordId('k-erase')}`);
+    // Once the mark is gone (it lives until the record expires) the erased answer is cached like any other, with
+    // the keyed fingerprint the record committed: the same body gets its 410, another body 422, an invalid one 400.
+    await t.redis!.del(keys.guard(recordId('k-erase')));
     await post('k-erase', orderBody({ customerId: 'cus_forget' })).expect(410);
     expect(await t.redis!.exists(entryKey('k-erase'))).toBe(1);
+    expect(jsonOf(await t.redis!.get(entryKey('k-erase'))).fp).toEqual(record!.fingerprint);
     await post('k-erase', { ...orderBody({ customerId: 'cus_forget' }), extra: true }).expect(400);
-    await post('k-erase', orderBody({ customerId: 'cus_someone_else' })).expect(410);
+    await post('k-erase', orderBody({ customerId: 'cus_someone_else' })).expect(422);
   });
 
-  it('an erasure that cannot tell Redis answers 503 (retry it); the retry removes the cached answer', async () => {
+  it('an erasure that cannot tell Redis fails closed: 503, nothing committed; the retry erases and removes the cached answer', async () => {
     await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(201);
     expect(await t.redis!.exists(entryKey('k-erase-down'))).toBe(1);
+    const fingerprint = (await t.db.collection('idempotency_records').findOne({}))!.fingerprint;
     // Redis refusing every write (as with a lost replica under min-replicas-to-write): the erasure cannot reach the cache.
     await t.redis!.config('SET', 'min-replicas-to-write', '1');
     try {
@@ -120,11 +134,63 @@ describeMode(mode, 'the Redis fast path', () => {
     } finally {
       await t.redis!.config('SET', 'min-replicas-to-write', '0');
     }
-    // MongoDB's part is committed; the retry finishes the cache's.
-    expect((await t.db.collection('idempotency_records').findOne({}))!.fingerprint).toEqual({ algorithm: 'erased', value: '' });
+    // Nothing committed: the records, orders and erasures are as before.
+    expect((await t.db.collection('idempotency_records').findOne({}))!.fingerprint).toEqual(fingerprint);
+    expect(await t.db.collection('orders').countDocuments({ customerId: 'cus_down' })).toBe(1);
+    expect(await t.db.collection('erasures').countDocuments()).toBe(0);
     await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(200);
     expect(await t.redis!.exists(entryKey('k-erase-down'))).toBe(0);
     await post('k-erase-down', orderBody({ customerId: 'cus_down' })).expect(410);
+  });
+
+  it('a crash between the erasure commit and telling Redis: no erased answer is served from Redis, and the sweep finishes it', async () => {
+    await post('k-erase-crash', orderBody({ customerId: 'cus_crash' })).expect(201);
+    expect(await t.redis!.exists(entryKey('k-erase-crash'))).toBe(1);
+    const fastPath = t.app.get(IdempotencyFastPath);
+    const forget = fastPath.forgetRecords.bind(fastPath);
+    // The process "dies" after the commit: the deletion never reaches Redis.
+    fastPath.forgetRecords = async () => false;
+    try {
+      await t.http().delete('/v1/customers/cus_crash/data').set(auth()).expect(503);
+    } finally {
+      fastPath.forgetRecords = forget;
+    }
+    // The cached 201 (with cus_crash in it) is still in Redis, but the record was marked before the commit:
+    // the replay is MongoDB's 410, never the erased answer.
+    expect(await t.redis!.exists(entryKey('k-erase-crash'))).toBe(1);
+    const replay = await post('k-erase-crash', orderBody({ customerId: 'cus_crash' })).expect(410);
+    expect(replay.text).not.toContain('cus_crash');
+    const due = await t.db.collection('erasures').findOne({});
+    expect(due!.cacheInvalidatedAt).toBeNull();
+    // The sweep (on every instance, at the relay's interval) retries what the request could not finish.
+    expect(await t.app.get(ErasureCacheSweep).finishDue(0)).toBe(1);
+    expect(await t.redis!.exists(entryKey('k-erase-crash'))).toBe(0);
+    expect((await t.db.collection('erasures').findOne({}))!.cacheInvalidatedAt).toBeInstanceOf(Date);
+    expect(await t.app.get(ErasureCacheSweep).finishDue(0)).toBe(0);
+  });
+
+  it('a forged entry is a miss: status, Location, fingerprint and expiry are authenticated (security review 2, #1)', async () => {
+    const first = await post('k-forged').expect(201);
+    const raw = await t.redis!.get(entryKey('k-forged'));
+    const [mac] = raw!.split('.', 1);
+    const entry = jsonOf(raw);
+    const forged = {
+      ...entry,
+      status: 200,
+      headers: { ...entry.headers, location: 'https://evil.example/phish' },
+      fp: { algorithm: 'erased', value: '' },
+      exp: Date.parse('2100-01-01'),
+    };
+    await t.redis!.set(entryKey('k-forged'), `${mac}.${JSON.stringify(forged)}`, 'PX', 60_000);
+    // Another body: MongoDB's 422, not the stored answer.
+    await post('k-forged', orderBody({ customerId: 'cus_other' })).expect(422);
+    // The same body: the genuine answer from MongoDB.
+    const replay = await post('k-forged').expect(201);
+    expect(replay.headers['location']).toBe(first.headers['location']);
+    // An entry moved from another key does not verify either.
+    await post('k-source').expect(201);
+    await t.redis!.set(entryKey('k-forged'), (await t.redis!.get(entryKey('k-source')))!, 'PX', 60_000);
+    expect((await post('k-forged').expect(201)).body.id).toBe(first.body.id);
   });
 
   it('a duplicate waits on the marker in Redis, not on MongoDB, while the first request runs; one order', async () => {
@@ -180,9 +246,10 @@ describeMode(mode, 'the Redis fast path', () => {
 
   it('an entry past the record expiry is not served: MongoDB decides (here: the tombstone, not a new order)', async () => {
     await post('k-expired').expect(201);
-    const raw = JSON.parse((await t.redis!.get(entryKey('k-expired')))!);
+    const raw = jsonOf(await t.redis!.get(entryKey('k-expired')));
     await t.db.collection('idempotency_records').updateOne({}, { $set: { expiresAt: new Date(Date.now() - 1000) } });
-    await t.redis!.set(entryKey('k-expired'), JSON.stringify({ ...raw, exp: Date.now() - 1000 }), 'PX', 60_000);
+    const expired = sealer.seal(recordId('k-expired'), JSON.stringify({ ...raw, exp: Date.now() - 1000 }));
+    await t.redis!.set(entryKey('k-expired'), expired, 'PX', 60_000);
     const late = await post('k-expired').expect(409);
     expect(late.body.code).toBe('idempotency_key_expired');
     expect(await t.db.collection('orders').countDocuments()).toBe(1);

@@ -34,6 +34,30 @@ describe('hostile requests', () => {
     expect(res.text.length).toBeLessThan(ERROR_BODY_BUDGET);
   };
 
+  describe('valid JSON that is not I-JSON (protocol review 3, M1): 400, never 500', () => {
+    const body = (customerId: string, quantity: string) =>
+      `{"customerId":${customerId},"currency":"USD","items":[{"sku":"s","quantity":${quantity},"unitPriceMinor":1}],"paymentMethod":{"token":"tok_visa"}}`;
+    it.each([
+      ['a lone high surrogate', body('"\\ud800"', '1')],
+      ['a lone low surrogate inside a string', body('"c\\udc00x"', '1')],
+      ['a number past the largest double', body('"c"', '1e400')],
+      ['an unknown member past the largest double', `{"extra":-1e309,${body('"c"', '1').slice(1)}`],
+      ['a lone surrogate as a member name', `{"\\ud800":1,${body('"c"', '1').slice(1)}`],
+    ])('refuses %s with 400 json_not_i_json, on a new key and on a used one', async (_, text) => {
+      expectProblem(await postRaw('k-ijson', text), 400, 'json_not_i_json');
+      await nothingStored();
+      // The same key once answered: the early look-up must not fingerprint the raw body into a 500 either.
+      await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-ijson').send(orderBody()).expect(201);
+      expectProblem(await postRaw('k-ijson', text), 400, 'json_not_i_json');
+      expect(await t.db.collection('orders').countDocuments()).toBe(1);
+    });
+
+    it('accepts a surrogate pair (a real emoji) as any other string', async () => {
+      const res = await postRaw('k-emoji', body('"\\ud83d\\ude00"', '1'));
+      expectProblem(res, 400, 'validation_failed'); // the customer id rule, not the parser
+    });
+  });
+
   describe('deep nesting (item 4)', () => {
     it.each([
       ['2,600 nested arrays in customerId', `{"customerId":${'['.repeat(2_600)}${']'.repeat(2_600)}}`],

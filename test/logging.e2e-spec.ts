@@ -16,10 +16,10 @@ import {
   startService,
 } from './support/service-process.js';
 
-// The cipher key the services below run with: it keys the digests of keys in their logs.
-const CIPHER_KEY = Buffer.alloc(32, 9);
-const LOG_ENV = { IDEMPOTENCY_ENCRYPTION_KEY: CIPHER_KEY.toString('base64') };
-const keyDigest = (tenant: string, key: string) => logDigest(logDigestKey(CIPHER_KEY), tenant, key);
+// The privacy digest key the services below run with: a subkey of it keys the digests of keys in their logs.
+const DIGEST_KEY = Buffer.alloc(32, 9);
+const LOG_ENV = { PRIVACY_DIGEST_KEY: DIGEST_KEY.toString('base64') };
+const keyDigest = (tenant: string, key: string) => logDigest(logDigestKey(DIGEST_KEY), tenant, key);
 const GLOBEX_SECRET = 'globex-secret-0123456789';
 
 describe('request logs', () => {

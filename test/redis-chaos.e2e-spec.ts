@@ -4,6 +4,8 @@
 // circuit breaker), answers only 201 or the documented 409, creates and
 // charges nothing twice, and keeps every ledger balanced. Once Redis is back
 // and the circuit closes, replays are served from it again.
+import { idempotencyConfig, type IdempotencyConfig } from '../src/config/config.tokens.js';
+import { RedisKeys } from '../src/idempotency/fast-path/idempotency-fast-path.js';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { findRedisServer, startRedisServer, type RedisServer } from '../bench/redis-server.js';
 import { findViolations } from './support/invariants.js';
@@ -124,6 +126,7 @@ describeMode(mode, 'chaos: Redis killed under load', () => {
     const replay = await post('old-1').expect(201);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(series(await metrics(), 'idempotency_cache_requests_total{call="early",result="hit"}')).toBe(hits + 1);
-    expect(await t.redis!.exists('idem:test_redis_chaos:resp:acme:orders-service:orders.create:key:chaos-old-1')).toBe(1);
+    const keys = new RedisKeys('idem:test_redis_chaos', t.app.get<IdempotencyConfig>(idempotencyConfig.KEY).digestKey);
+    expect(await t.redis!.exists(keys.entry('acme:orders-service:orders.create:key:chaos-old-1'))).toBe(1);
   }, 90_000);
 });

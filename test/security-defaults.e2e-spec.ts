@@ -136,6 +136,7 @@ describe('/metrics, /health/ready and /docs on the API port (#6)', () => {
   const deployed = (extra: Record<string, string>) => ({
     NODE_ENV: 'production',
     IDEMPOTENCY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    PRIVACY_DIGEST_KEY: randomBytes(32).toString('base64'),
     ...extra,
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
@@ -69,6 +69,26 @@ describe('security: no oracle, erasure, rate limits', () => {
     expect(everything).not.toContain('cus_gdpr');
     expect(everything).toContain('cus_keep');
     expect(await t.db.collection('erasures').countDocuments({ tenant: 'acme' })).toBe(1);
+  });
+
+  it('leaves nothing an erasure could be undone with: keyed digests, no pseudonym next to them (security review 2, #4)', async () => {
+    const created = await post('k-reid', orderBody({ customerId: 'cus_123' })).expect(201);
+    await t.http().delete('/v1/customers/cus_123/data').set(auth()).expect(200);
+    const erasure = await t.db.collection('erasures').findOne({ tenant: 'acme' });
+    const order = await t.db.collection('orders').findOne({ _id: created.body.id });
+    // An unkeyed SHA-256 of (tenant, id) was recovered by guessing; the keyed digest is not that.
+    const unkeyed = createHash('sha256').update('acme\ncus_123').digest('hex');
+    expect(erasure!.subjectHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(erasure!.subjectHash).not.toBe(unkeyed);
+    expect(erasure).not.toHaveProperty('pseudonym');
+    expect(JSON.stringify(erasure)).not.toContain(order!.customerId);
+    const stripes = await t.db.collection('idempotency_subjects').find({}).toArray();
+    // The stripes expire (security review 2, #14): none is kept forever.
+    expect(stripes.length).toBeGreaterThan(0);
+    expect(stripes.every((stripe) => stripe.expiresAt instanceof Date)).toBe(true);
+    // Another body under the erased key gets 422 as before the erasure; the same body its 410.
+    await post('k-reid', orderBody({ customerId: 'cus_other' })).expect(422);
+    await post('k-reid', orderBody({ customerId: 'cus_123' })).expect(410);
   });
 
   it('keeps erasure tenant-scoped', async () => {
@@ -239,30 +259,44 @@ describe('security: fuzzing POST /v1/orders', () => {
     ),
   );
   const key = fc.oneof(fc.string({ minLength: 0, maxLength: 300 }), fc.constant(undefined));
+  // Raw JSON text, as an attacker writes it: JSON.stringify can never produce a lone surrogate or 1e400.
+  const hostileValue = fc.constantFrom('"\\ud800"', '"a\\udfffb"', '"\\ud83d"', '1e400', '-1e309', '"\\ud83d\\ude00"', '1e308');
+  const rawText = fc
+    .tuple(hostileValue, hostileValue, fc.constantFrom('customerId', 'sku', 'quantity', 'extra', '\\udc00'))
+    .map(
+      ([a, b, slot]) =>
+        `{"customerId":${slot === 'customerId' ? a : '"cus_1"'},"currency":"USD","items":[{"sku":${slot === 'sku' ? a : '"a"'},` +
+        `"quantity":${slot === 'quantity' ? b : 1},"unitPriceMinor":100}],"paymentMethod":{"token":"tok_visa"}` +
+        `${slot === 'extra' ? `,"extra":${b}` : ''}${slot === '\\udc00' ? `,"\\udc00":${a}` : ''}}`,
+    );
+  const text = fc.oneof({ weight: 3, arbitrary: body.map((payload) => JSON.stringify(payload) ?? '') }, { weight: 1, arbitrary: rawText });
 
   it(
     'never answers 5xx, stays up, and creates orders only from valid requests',
     async () => {
       let valid = 0;
+      let declined = 0;
       await fc.assert(
         fc.asyncProperty(
-          body,
+          text,
           key,
           fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded'),
-          async (payload, idemKey, type) => {
+          async (payload: string, idemKey, type) => {
             let req = t.http().post('/v1/orders').set(auth()).set('Content-Type', type);
             if (idemKey !== undefined && /^[\x20-\x7e]*$/.test(idemKey)) req = req.set('Idempotency-Key', idemKey);
-            const res = await req.send(JSON.stringify(payload) ?? '');
+            const res = await req.send(payload);
             expect(res.status).toBeLessThan(500);
             if (res.status === 201) valid++;
+            if (res.status === 402) declined++;
           },
         ),
         { numRuns: FUZZ_RUNS },
       );
       await t.http().get('/health/live').expect(200);
       expect(valid).toBeGreaterThan(0);
-      // Every order in the database came from a 201 (invalid requests changed nothing).
+      // Every order in the database came from a 201 or a stored 402 (invalid requests changed nothing).
       expect(await t.db.collection('orders').countDocuments({ state: 'saved' })).toBe(valid);
+      expect(await t.db.collection('orders').countDocuments({})).toBe(valid + declined);
     },
     FUZZ_RUNS * 60,
   );
@@ -310,21 +344,23 @@ describe('security: erasure while the customer has an order in flight', () => {
       await t.db.collection('idempotency_records').find({}).toArray(),
     ]);
     expect(stored).not.toContain('cus_gone');
-    // It finished already erased: it leaves no tombstone (nothing derived from the erased body stays).
-    expect(await t.db.collection('idempotency_tombstones').countDocuments()).toBe(0);
-    // Since erasure covers records in flight, the first erasure already unlinked this one (no subject
-    // digest, no fingerprint): a second erasure finds nothing of it, and a retry with any body replays
-    // the answer built from pseudonymized data.
+    // It finished already erased: its tombstone is keyed and names no subject, so a late retry is still refused.
+    const tombstones = await t.db.collection('idempotency_tombstones').find({}).toArray();
+    expect(tombstones).toEqual([
+      expect.objectContaining({ subject: null, fingerprint: expect.objectContaining({ algorithm: 'erased-hmac-sha256:sha256-jcs-v2' }) }),
+    ]);
+    // The first erasure already unlinked this record (no subject digest, a keyed fingerprint): a second
+    // erasure finds nothing more to erase, and its answer, built from pseudonymized data, stays.
     const again = await t.http().delete('/v1/customers/cus_gone/data').set(auth()).expect(200);
     expect(again.body.counts.idempotencyRecords).toBe(0);
+    // Another body under the key gets 422, as before the erasure: the erasure is no way round the fingerprint.
     const retry = await t
       .http()
       .post('/v1/orders')
       .set(auth())
       .set('Idempotency-Key', 'k-inflight-gdpr')
       .send(orderBody({ customerId: 'cus_other' }))
-      .expect(201);
-    expect(retry.headers['idempotent-replayed']).toBe('true');
-    expect(retry.text).toBe(done.text);
+      .expect(422);
+    expect(retry.body.code).toBe('idempotency_key_reused');
   });
 });

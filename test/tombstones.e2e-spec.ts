@@ -93,17 +93,29 @@ describe('tombstones: a late retry never charges again', () => {
     expect(await count()).toEqual({ orders: 2, charges: 2 });
   });
 
-  it("removes an erased customer's tombstones, and only theirs: the late retry is then a new request", async () => {
+  it("keeps an erased customer's tombstones, keyed and without their subject: a late retry still never charges twice", async () => {
     await post('k-erased').expect(201);
     await post('k-kept', orderBody({ customerId: 'cus_kept' })).expect(201);
-    expect(await t.db.collection('idempotency_tombstones').countDocuments()).toBe(2);
+    const before = await t.db.collection('idempotency_tombstones').find({}).toArray();
+    expect(before).toHaveLength(2);
     await t.http().delete('/v1/customers/cus_123/data').set(auth()).expect(200);
     const left = await t.db.collection('idempotency_tombstones').find({}).toArray();
-    expect(left).toHaveLength(1);
-    expect(left[0].location).not.toBeNull();
+    expect(left).toHaveLength(2);
+    const erased = left.find((tombstone) => tombstone.subject === null)!;
+    const plain = before.find((tombstone) => tombstone.scope === erased.scope)!;
+    // Nothing of the erased body's plain hash, nor the subject digest, is left behind.
+    expect(erased.fingerprint.algorithm).toBe('erased-hmac-sha256:sha256-jcs-v2');
+    expect(JSON.stringify(left)).not.toContain(plain.fingerprint.value);
+    expect(JSON.stringify(left)).not.toContain(plain.subject);
+    expect(erased.location).toBe(plain.location);
     await pastRetention();
-    await post('k-erased').expect(201);
+    const late = await post('k-erased').expect(409);
+    expect(late.body.code).toBe('idempotency_key_expired');
+    expect(late.headers['location']).toBe(plain.location);
     await post('k-kept', orderBody({ customerId: 'cus_kept' })).expect(409);
+    // Another body under the erased key is a new request, as for any tombstone.
+    await post('k-erased', orderBody({ customerId: 'cus_new' })).expect(201);
     expect(await count()).toEqual({ orders: 3, charges: 3 });
+    expect(await t.db.collection('orders').countDocuments({ customerId: 'cus_123' })).toBe(0);
   });
 });

@@ -9,6 +9,8 @@ export const ERROR_STATUS: Record<string, number> = {
   malformed_json: 400,
   json_too_deep: 400,
   json_too_many_values: 400,
+  json_not_i_json: 400,
+  body_not_i_json: 400,
   idempotency_key_missing: 400,
   idempotency_key_invalid: 400,
   idempotency_key_in_use: 409,

@@ -48,8 +48,11 @@ describe('loadConfiguration', () => {
       breakerErrorPercent: 50,
       breakerVolumeThreshold: 10,
       breakerResetMs: 5000,
+      namespace: 'idem:orders',
     });
     expect(loadConfiguration({ REDIS_URL: 'rediss://cache:6380/0' }).redis.url).toBe('rediss://cache:6380/0');
+    expect(loadConfiguration({ REDIS_NAMESPACE: 'payments-eu:prod' }).redis.namespace).toBe('payments-eu:prod');
+    expect(problemsOf({ REDIS_NAMESPACE: 'has space' })).toEqual([expect.stringMatching(/^REDIS_NAMESPACE: /)]);
     expect(problemsOf({ REDIS_URL: 'http://cache' })).toEqual([expect.stringMatching(/^REDIS_URL: /)]);
     expect(problemsOf({ REDIS_COMMAND_TIMEOUT_MS: '0' })).toEqual([expect.stringMatching(/^REDIS_COMMAND_TIMEOUT_MS: /)]);
   });
@@ -65,15 +68,31 @@ describe('loadConfiguration', () => {
       'FAULT_INJECTION',
       'IDEMPOTENCY_ENCRYPTION_KEY',
       'MONGODB_URI',
+      'PRIVACY_DIGEST_KEY',
     ]);
     const ok = loadConfiguration({
       NODE_ENV: 'production',
       MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0',
       API_KEYS: 'acme:acme-secret-0123456789',
       IDEMPOTENCY_ENCRYPTION_KEY: key,
+      PRIVACY_DIGEST_KEY: Buffer.alloc(32, 7).toString('base64'),
     });
     expect(ok.security.apiKeys).toEqual([{ tenant: 'acme', secret: 'acme-secret-0123456789', id: 'acme#1', scopes: ['orders'] }]);
     expect(ok.idempotency.encryptionKey.id).toBe(keyId(Buffer.from(key, 'base64')));
+    expect(ok.idempotency.usingDevDigestKey).toBe(false);
+  });
+
+  it('validates the privacy digest key, and refuses a Redis without a password in production', () => {
+    expect(problemsOf({ PRIVACY_DIGEST_KEY: 'c2hvcnQ=' })).toEqual([expect.stringMatching(/^PRIVACY_DIGEST_KEY: .*32 bytes/)]);
+    const production = {
+      NODE_ENV: 'production',
+      MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0',
+      API_KEYS: 'acme:acme-secret-0123456789',
+      IDEMPOTENCY_ENCRYPTION_KEY: key,
+      PRIVACY_DIGEST_KEY: Buffer.alloc(32, 7).toString('base64'),
+    };
+    expect(problemsOf({ ...production, REDIS_URL: 'redis://cache:6379' })).toEqual([expect.stringMatching(/^REDIS_URL: .*password/)]);
+    expect(problemsOf({ ...production, REDIS_URL: 'rediss://svc:pw-0123456789@cache:6380' })).toEqual([]);
   });
 
   it('validates API keys and encryption keys', () => {
@@ -122,7 +141,8 @@ describe('loadConfiguration', () => {
 
   describe('dev defaults fail closed (security review 2, #3)', () => {
     const realUri = 'mongodb://prod-db-1,prod-db-2/?replicaSet=rs0';
-    const keys = { API_KEYS: 'acme:acme-secret-0123456789', IDEMPOTENCY_ENCRYPTION_KEY: key };
+    const digest = Buffer.alloc(32, 3).toString('base64');
+    const keys = { API_KEYS: 'acme:acme-secret-0123456789', IDEMPOTENCY_ENCRYPTION_KEY: key, PRIVACY_DIGEST_KEY: digest };
     const devKey = Buffer.alloc(32, 'dev-only-idempotency-key').toString('base64');
 
     it('a real MONGODB_URI without NODE_ENV needs real keys and refuses the test switches', () => {
@@ -132,6 +152,7 @@ describe('loadConfiguration', () => {
         'BENCH_DISABLE_IDEMPOTENCY',
         'FAULT_INJECTION',
         'IDEMPOTENCY_ENCRYPTION_KEY',
+        'PRIVACY_DIGEST_KEY',
       ]);
       expect(problems.join('\n')).toMatch(/when MONGODB_URI is set/);
       expect(problemsOf({ MONGODB_URI: realUri, NODE_ENV: 'development', ...keys })).toEqual([]);
@@ -154,10 +175,12 @@ describe('loadConfiguration', () => {
           MONGODB_URI: realUri,
           API_KEYS: 'acme:dev-secret-change-me',
           IDEMPOTENCY_ENCRYPTION_KEY: `mine:${devKey}`,
+          PRIVACY_DIGEST_KEY: Buffer.alloc(32, 'dev-only-privacy-digest-key').toString('base64'),
         });
         expect(problems).toEqual([
           expect.stringMatching(/^API_KEYS: the published dev secret is refused/),
           expect.stringMatching(/^IDEMPOTENCY_ENCRYPTION_KEY\/IDEMPOTENCY_DECRYPTION_KEYS: the published dev key is refused/),
+          expect.stringMatching(/^PRIVACY_DIGEST_KEY: the published dev key is refused/),
         ]);
         expect(problemsOf({ NODE_ENV, MONGODB_URI: realUri, ...keys, IDEMPOTENCY_DECRYPTION_KEYS: devKey })).toEqual([
           expect.stringMatching(/the published dev key is refused/),
@@ -220,6 +243,7 @@ describe('loadConfiguration', () => {
       MONGODB_URI: 'mongodb://db/?replicaSet=rs0',
       API_KEYS: 'acme:acme-secret-0123456789',
       IDEMPOTENCY_ENCRYPTION_KEY: key,
+      PRIVACY_DIGEST_KEY: Buffer.alloc(32, 3).toString('base64'),
     };
     expect(loadConfiguration(realStore).metrics).toEqual({ listener: 'port', port: 9464, host: '0.0.0.0', token: undefined });
     expect(loadConfiguration({ ...realStore, METRICS_PORT: '9100', METRICS_HOST: '10.0.0.7' }).metrics).toMatchObject({

@@ -183,6 +183,11 @@ class EnvironmentVariables {
   @IsString()
   IDEMPOTENCY_DECRYPTION_KEYS?: string;
 
+  /** HMAC key of every digest that could name a person (subject digests, erased fingerprints): 32 bytes, base64. */
+  @IsOptional()
+  @IsString()
+  PRIVACY_DIGEST_KEY?: string;
+
   @IsInt()
   @Min(100)
   @Max(3600000)
@@ -254,6 +259,11 @@ class EnvironmentVariables {
   @IsOptional()
   @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
   REDIS_URL?: string;
+
+  // Prefix of every Redis key of this deployment; deployments sharing one Redis must differ here.
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_:.-]{1,64}$/, { message: 'must be 1-64 letters, digits, _ : . or -' })
+  REDIS_NAMESPACE?: string;
 
   // Bound on one Redis call; past it the request asks MongoDB instead.
   @IsInt()
@@ -392,6 +402,14 @@ export interface IdempotencySettings {
   /** Every key that may decrypt (the current one first). */
   decryptionKeys: CipherKey[];
   usingDevEncryptionKey: boolean;
+  /**
+   * HMAC key of the digests kept of personal data (subject digests, the
+   * fingerprints an erasure leaves, tombstones of erased requests): without
+   * it a digest of a guessable id or body is no oracle. Must not change while
+   * records and tombstones live (they would no longer be found).
+   */
+  digestKey: Buffer;
+  usingDevDigestKey: boolean;
 }
 
 export interface CipherKey {
@@ -425,6 +443,8 @@ export interface PaymentsSettings {
 export interface RedisSettings {
   /** Unset: the fast path is off and every look-up goes to MongoDB. */
   url?: string;
+  /** Prefix of every key (REDIS_NAMESPACE; default `idem:{MONGODB_DB_NAME}`). */
+  namespace: string;
   commandTimeoutMs: number;
   breakerErrorPercent: number;
   breakerVolumeThreshold: number;
@@ -448,6 +468,7 @@ export interface Configuration {
 export const DEV_TENANT = 'dev';
 export const DEV_API_SECRET = 'dev-secret-change-me';
 const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 'dev-only-idempotency-key');
+const DEV_DIGEST_KEY = Buffer.alloc(32, 'dev-only-privacy-digest-key');
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -510,6 +531,10 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
 
   const apiKeys = parseApiKeys(env.API_KEYS, devAllowed ? undefined : realStore, problems);
   const cipherKeys = parseCipherKeys(env, devAllowed ? undefined : realStore, problems);
+  const digestKey = parseDigestKey(env.PRIVACY_DIGEST_KEY, devAllowed ? undefined : realStore, problems);
+  if (production && env.REDIS_URL && !redisHasAuth(env.REDIS_URL)) {
+    problems.push('REDIS_URL: needs a password (redis://user:password@host) when NODE_ENV=production: Redis must be private');
+  }
   const host = env.HOST ?? (apiKeys.dev ? '127.0.0.1' : '0.0.0.0');
   if (apiKeys.dev && !LOOPBACK.has(host)) {
     problems.push(
@@ -569,6 +594,8 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       encryptionKey: cipherKeys.current,
       decryptionKeys: cipherKeys.all,
       usingDevEncryptionKey: cipherKeys.dev,
+      digestKey: digestKey.key,
+      usingDevDigestKey: digestKey.dev,
     },
     reaper: {
       enabled: env.REAPER_ENABLED,
@@ -584,6 +611,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
     },
     redis: {
       url: env.REDIS_URL,
+      namespace: env.REDIS_NAMESPACE ?? `idem:${env.MONGODB_DB_NAME}`,
       commandTimeoutMs: env.REDIS_COMMAND_TIMEOUT_MS,
       breakerErrorPercent: env.REDIS_BREAKER_ERROR_PERCENT,
       breakerVolumeThreshold: env.REDIS_BREAKER_VOLUME_THRESHOLD,
@@ -761,4 +789,31 @@ function parseCipherKey(name: string, value: string, problems: string[]): Cipher
   }
   // Either way the key also opens what it sealed under its other possible name, however a rotation lists it.
   return explicitId ? { id: explicitId, key, aliases: [keyId(key)] } : { id: keyId(key), key, aliases: ['k1'] };
+}
+
+/** PRIVACY_DIGEST_KEY: 32 bytes or more in base64; the dev key only where the dev cipher key is allowed too. */
+function parseDigestKey(value: string | undefined, realStore: string | undefined, problems: string[]): { key: Buffer; dev: boolean } {
+  if (!value) {
+    if (realStore) problems.push(`PRIVACY_DIGEST_KEY: required when ${realStore}`);
+    return { key: DEV_DIGEST_KEY, dev: true };
+  }
+  const key = Buffer.from(value, 'base64');
+  if (key.length < 32 || key.toString('base64') !== value) {
+    problems.push('PRIVACY_DIGEST_KEY: must be at least 32 bytes in base64 (openssl rand -base64 32)');
+    return { key: DEV_DIGEST_KEY, dev: true };
+  }
+  if (realStore && key.equals(DEV_DIGEST_KEY)) {
+    problems.push(`PRIVACY_DIGEST_KEY: the published dev key is refused when ${realStore}`);
+    return { key: DEV_DIGEST_KEY, dev: true };
+  }
+  return { key, dev: false };
+}
+
+/** Whether a Redis URL carries credentials (AUTH / ACL user); an unparsable URL is left to the client to refuse. */
+function redisHasAuth(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return false;
+  }
 }

@@ -1,13 +1,22 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Connection } from 'mongoose';
-import { DatabaseBootstrap, NotAReplicaSetError } from './database.bootstrap.js';
+import { DatabaseBootstrap, NotAReplicaSetError, runsTransactions } from './database.bootstrap.js';
 
-function fakeConnection(hello: object, built: string[]): Connection {
-  const model = (name: string) => ({ createIndexes: async () => void built.push(name) });
+function fakeConnection(hello: object, built: string[], existing: string[] = []): Connection {
+  const model = (name: string, collectionName: string) => ({
+    collection: { collectionName },
+    createIndexes: async () => void built.push(`index ${name}`),
+  });
   return {
-    db: { admin: () => ({ command: async () => hello }) },
-    models: { Order: model('Order'), Payment: model('Payment') },
+    db: {
+      admin: () => ({ command: async () => hello }),
+      createCollection: async (name: string) => {
+        if (existing.includes(name)) throw Object.assign(new Error(`Collection ${name} already exists`), { code: 48 });
+        built.push(`create ${name}`);
+      },
+    },
+    models: { Order: model('Order', 'orders'), Payment: model('Payment', 'payments') },
   } as unknown as Connection;
 }
 
@@ -18,17 +27,27 @@ describe('DatabaseBootstrap', () => {
     const built: string[] = [];
     const bootstrap = new DatabaseBootstrap(fakeConnection({ isWritablePrimary: true }, built));
     await expect(bootstrap.onApplicationBootstrap()).rejects.toThrow(NotAReplicaSetError);
-    await expect(bootstrap.onApplicationBootstrap()).rejects.toThrow(/not a replica set/);
+    await expect(bootstrap.onApplicationBootstrap()).rejects.toThrow(/neither a replica set nor a sharded cluster/);
     expect(built).toEqual([]);
     expect(bootstrap.indexesReady).toBe(false);
   });
 
-  it("builds every model's indexes on a replica set, then reports ready", async () => {
+  it("creates every collection (outside any transaction) and builds every model's indexes, then reports ready", async () => {
     const built: string[] = [];
-    const bootstrap = new DatabaseBootstrap(fakeConnection({ isWritablePrimary: true, setName: 'rs0' }, built));
+    const bootstrap = new DatabaseBootstrap(fakeConnection({ isWritablePrimary: true, setName: 'rs0' }, built, ['payments']));
     expect(bootstrap.indexesReady).toBe(false);
     await bootstrap.onApplicationBootstrap();
-    expect(built).toEqual(['Order', 'Payment']);
+    expect(built).toEqual(['create orders', 'index Order', 'index Payment']);
     expect(bootstrap.indexesReady).toBe(true);
+  });
+
+  it('accepts a mongos that runs transactions (4.2+), not an older one (protocol review 3, M4)', async () => {
+    expect(runsTransactions({ msg: 'isdbgrid', maxWireVersion: 25 })).toBe(true);
+    expect(runsTransactions({ msg: 'isdbgrid', maxWireVersion: 7 })).toBe(false);
+    expect(runsTransactions({ setName: 'rs0', maxWireVersion: 25 })).toBe(true);
+    expect(runsTransactions({ maxWireVersion: 25 })).toBe(false);
+    const built: string[] = [];
+    await new DatabaseBootstrap(fakeConnection({ msg: 'isdbgrid', maxWireVersion: 25 }, built)).onApplicationBootstrap();
+    expect(built).toHaveLength(4);
   });
 });

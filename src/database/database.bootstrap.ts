@@ -5,17 +5,33 @@ import type { Connection } from 'mongoose';
 export class NotAReplicaSetError extends Error {
   constructor() {
     super(
-      'MongoDB is not a replica set: transactions need one. Point MONGODB_URI at a replica set ' +
-        '(docker compose up, or mongod --replSet rs0 + rs.initiate()).',
+      'MongoDB is neither a replica set nor a sharded cluster that runs transactions: transactions need one. ' +
+        'Point MONGODB_URI at a replica set (docker compose up, or mongod --replSet rs0 + rs.initiate()) or a mongos of 4.2+.',
     );
     this.name = 'NotAReplicaSetError';
   }
 }
 
+/** Transactions on a sharded cluster need mongos 4.2 (wire version 8); on a replica set, 4.0 (7). */
+const SHARDED_TRANSACTIONS_WIRE_VERSION = 8;
+
+/** NamespaceExists: createCollection of a collection that is already there. */
+const NAMESPACE_EXISTS = 48;
+/** CommandNotFound: a server without `create` (only test emulators; every mongod and mongos has it). */
+const COMMAND_NOT_FOUND = 59;
+
+/** Whether the server we talk to can run multi-document transactions: a replica set member, or a mongos of 4.2+. */
+export function runsTransactions(hello: { setName?: unknown; msg?: unknown; maxWireVersion?: unknown }): boolean {
+  if (typeof hello.setName === 'string') return true;
+  return hello.msg === 'isdbgrid' && typeof hello.maxWireVersion === 'number' && hello.maxWireVersion >= SHARDED_TRANSACTIONS_WIRE_VERSION;
+}
+
 /**
- * Boot checks: refuse a standalone server, then build every index the schemas
- * declare. autoIndex is off, so nothing is built behind our back; readiness
- * stays down until `indexesReady`.
+ * Boot checks: refuse a server that cannot run transactions, then create
+ * every collection and build every index the schemas declare. autoIndex and
+ * autoCreate are off, so nothing is built behind our back - and nothing is
+ * created inside a transaction, which a cross-shard write transaction
+ * forbids. Readiness stays down until `indexesReady`.
  */
 @Injectable()
 export class DatabaseBootstrap implements OnApplicationBootstrap {
@@ -29,16 +45,36 @@ export class DatabaseBootstrap implements OnApplicationBootstrap {
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.assertReplicaSet();
+    await this.assertTransactional();
     for (const model of Object.values(this.connection.models)) {
+      await this.createCollection(model.collection.collectionName);
       await model.createIndexes();
     }
     this.ready = true;
-    this.logger.log(`Indexes built for ${Object.keys(this.connection.models).length} collections`);
+    this.logger.log(`Collections and indexes built for ${Object.keys(this.connection.models).length} collections`);
   }
 
-  private async assertReplicaSet(): Promise<void> {
+  private async assertTransactional(): Promise<void> {
     const hello = await this.connection.db!.admin().command({ hello: 1 });
-    if (!hello.setName) throw new NotAReplicaSetError();
+    if (!runsTransactions(hello)) throw new NotAReplicaSetError();
+  }
+
+  private async createCollection(name: string): Promise<void> {
+    try {
+      await this.connection.db!.createCollection(name);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === NAMESPACE_EXISTS) return;
+      if (code !== COMMAND_NOT_FOUND) throw error;
+      this.warnNoCreate();
+    }
+  }
+
+  private warnedNoCreate = false;
+
+  private warnNoCreate(): void {
+    if (this.warnedNoCreate) return;
+    this.warnedNoCreate = true;
+    this.logger.warn('MongoDB has no create command (a test emulator): collections are created by their first write');
   }
 }

@@ -1,7 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { betterSample, MAX_SAMPLE_ROUND_TRIP_MS, sampleOf, ServerClock, serverTimeAt } from './server-clock.js';
+import {
+  betterSample,
+  CLOCK_SOURCE_SILENCE_MS,
+  ClockSource,
+  MAX_SAMPLE_ROUND_TRIP_MS,
+  sampleOf,
+  ServerClock,
+  serverTimeAt,
+} from './server-clock.js';
 
 describe('server clock arithmetic', () => {
   const server = new Date('2026-06-01T12:00:00.000Z');
@@ -60,5 +68,29 @@ describe('ServerClock', () => {
     const { clock } = await clockOn({ isWritablePrimary: true });
     expect(Math.abs(clock.now().getTime() - Date.now())).toBeLessThan(1_000);
     clock.onApplicationShutdown();
+  });
+});
+
+describe('ClockSource (protocol review 3, M4)', () => {
+  const router = { msg: 'isdbgrid', isWritablePrimary: true };
+
+  it('follows the primary of a replica set, whatever its address', () => {
+    const source = new ClockSource();
+    expect(source.accepts('db2:27017', { isWritablePrimary: true, setName: 'rs0' }, 0)).toBe(true);
+    expect(source.accepts('db3:27017', { secondary: true, setName: 'rs0' }, 1)).toBe(false);
+    expect(source.accepts('db3:27017', { isWritablePrimary: true, setName: 'rs0' }, 2)).toBe(true);
+  });
+
+  it('behind mongos follows one router, the lowest address, and moves on only when it falls silent', () => {
+    const source = new ClockSource();
+    expect(source.accepts('mongos-b:27017', router, 0)).toBe(true);
+    expect(source.accepts('mongos-a:27017', router, 10)).toBe(true);
+    // From now on only mongos-a: mongos-b's clock (say 90 s ahead) never moves "now" back and forth.
+    for (let t = 20; t < 1000; t += 10) {
+      expect(source.accepts('mongos-b:27017', router, t)).toBe(false);
+      expect(source.accepts('mongos-a:27017', router, t + 5)).toBe(true);
+    }
+    expect(source.accepts('mongos-b:27017', router, 1005 + CLOCK_SOURCE_SILENCE_MS + 1)).toBe(true);
+    expect(source.accepts('mongos-a:27017', router, 1005 + CLOCK_SOURCE_SILENCE_MS + 2)).toBe(true);
   });
 });

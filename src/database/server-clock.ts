@@ -33,6 +33,37 @@ export function betterSample(current: ClockSample | null, next: ClockSample): Cl
 }
 
 const isPrimary = (hello: Document): boolean => hello.isWritablePrimary === true || hello.ismaster === true;
+const isMongos = (hello: Document): boolean => hello.msg === 'isdbgrid';
+
+/** A pinned mongos that sent no heartbeat for this long has gone: the clock follows the next one. */
+export const CLOCK_SOURCE_SILENCE_MS = 60_000;
+
+/**
+ * Which server's heartbeats set the clock. On a replica set, whichever
+ * member is primary (there is one). Behind mongos every router answers as
+ * "primary" with its own host's clock, so following all of them would make
+ * "now" jump between their clocks: the clock follows one router, the same
+ * one on every instance given the same seed list (the lowest address), and
+ * moves on only when that one falls silent.
+ */
+export class ClockSource {
+  private pinned: { address: string; lastSeenMs: number } | null = null;
+
+  accepts(address: string, hello: Document, nowMs: number): boolean {
+    if (!isMongos(hello)) return isPrimary(hello);
+    const pinned = this.pinned;
+    const silent = !pinned || nowMs - pinned.lastSeenMs > CLOCK_SOURCE_SILENCE_MS;
+    if (pinned && address === pinned.address) {
+      pinned.lastSeenMs = nowMs;
+      return true;
+    }
+    if (silent || address < pinned.address) {
+      this.pinned = { address, lastSeenMs: nowMs };
+      return true;
+    }
+    return false;
+  }
+}
 const clockOf = (hello: Document): Date | null => (hello.localTime instanceof Date ? hello.localTime : null);
 
 /**
@@ -45,7 +76,8 @@ const clockOf = (hello: Document): Date | null => (hello.localTime instanceof Da
  * heartbeatFrequencyMS, 10 s): no extra command and no pooled connection.
  * Between readings it advances by the monotonic clock; the error is half a
  * round trip plus the monotonic drift over those seconds - milliseconds,
- * against a 30 s lease. A server that reports no clock (only test emulators
+ * against a 30 s lease. Behind mongos, one router's clock (ClockSource). A
+ * server that reports no clock (only test emulators
  * do) leaves this host's clock in charge, with a warning: skew between
  * instances is then not tolerated (docs/runbooks/clock-skew.md).
  */
@@ -53,6 +85,7 @@ const clockOf = (hello: Document): Date | null => (hello.localTime instanceof Da
 export class ServerClock extends Clock implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ServerClock.name);
   private sample: ClockSample | null = null;
+  private readonly source = new ClockSource();
   private warned = false;
 
   constructor(
@@ -79,9 +112,9 @@ export class ServerClock extends Clock implements OnApplicationBootstrap, OnAppl
   }
 
   private readonly onHeartbeat = (event: ServerHeartbeatSucceededEvent): void => {
-    // Only the primary's clock counts; an awaited (streaming) heartbeat's duration includes the
-    // server's wait, so it says nothing about the round trip.
-    if (event.awaited || !isPrimary(event.reply)) return;
+    // Only the primary's (or the pinned router's) clock counts; an awaited (streaming) heartbeat's
+    // duration includes the server's wait, so it says nothing about the round trip.
+    if (event.awaited || !this.source.accepts(event.connectionId, event.reply, performance.now())) return;
     const receivedAt = performance.now();
     this.take(clockOf(event.reply), receivedAt - event.duration, receivedAt);
   };

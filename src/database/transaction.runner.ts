@@ -65,7 +65,7 @@ export class TransactionRunner {
   }
 
   private async commit(session: ClientSession, deadline: number): Promise<CommitOutcome> {
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       try {
         await session.commitTransaction();
         return 'committed';
@@ -73,8 +73,9 @@ export class TransactionRunner {
         // Whether a commit that timed out applied is for the client's retry to find out (it resumes).
         if (isStoreTimeout(error)) throw error;
         if (hasLabel(error, UNKNOWN_COMMIT) && Date.now() < deadline) {
-          // The commit may or may not have applied; committing again is safe and tells us which.
-          this.metrics.transactionRetries.inc({ label: UNKNOWN_COMMIT });
+          // The commit may or may not have applied; committing again is safe and tells us which. Backed off:
+          // an error that comes back at once (WriteConcernFailed, MaxTimeMSExpired) would be a hot loop.
+          await this.backoff(UNKNOWN_COMMIT, attempt);
           continue;
         }
         if (hasLabel(error, TRANSIENT) && Date.now() < deadline) {
@@ -87,6 +88,7 @@ export class TransactionRunner {
     }
   }
 
+  /** Full jitter, 10 ms -> 100 ms: retries of racing transactions spread out instead of colliding again. */
   private async backoff(label: string, attempt: number): Promise<void> {
     this.metrics.transactionRetries.inc({ label });
     const delay = Math.min(100, 5 * 2 ** attempt) * Math.random();

@@ -5,6 +5,7 @@ import {
   JsonTooDeepError,
   JsonTooManyValuesError,
   MalformedJsonError,
+  NotIJsonError,
   parseJsonBody,
 } from './json-body.js';
 
@@ -45,5 +46,21 @@ describe('JSON body limits', () => {
   it('refuses malformed and empty text', () => {
     expect(() => parseJsonBody('{"a":', limits)).toThrow(MalformedJsonError);
     expect(() => parseJsonBody('  ', limits)).toThrow('empty');
+  });
+});
+
+describe('I-JSON (RFC 7493)', () => {
+  const raw = ['{"customerId":"\\ud800"}', '{"customerId":"a\\udc00b"}', '{"\\ud83d":1}', '{"quantity":1e400}', '[-1e309]'];
+
+  it.each(raw)('refuses %s, which JSON.parse accepts', (text) => {
+    expect(() => JSON.parse(text)).not.toThrow();
+    expect(() => parseJsonBody(text, { maxDepth: 8, maxValues: 100 })).toThrow(NotIJsonError);
+  });
+
+  it('accepts surrogate pairs and large finite numbers', () => {
+    expect(parseJsonBody('{"e":"\\ud83d\\ude00","n":1.7976931348623157e308}', { maxDepth: 8, maxValues: 100 })).toEqual({
+      e: '\u{1F600}',
+      n: 1.7976931348623157e308,
+    });
   });
 });

@@ -19,6 +19,14 @@ export class JsonTooManyValuesError extends DomainError {
   }
 }
 
+/** Valid JSON that is not I-JSON (RFC 7493): it cannot be compared, stored or canonicalized faithfully. */
+export class NotIJsonError extends DomainError {
+  readonly code = 'json_not_i_json';
+  constructor(what: string) {
+    super(`The JSON body is not I-JSON (RFC 7493): it holds ${what}.`);
+  }
+}
+
 export class MalformedJsonError extends DomainError {
   readonly code = 'malformed_json';
   constructor(detail = 'The body is not valid JSON.') {
@@ -41,6 +49,9 @@ export class ForbiddenPropertyError extends DomainError {
  * ours ever needs them.
  */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** With the u flag a surrogate pair is one code point: only a lone surrogate is a Cs code point. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -82,11 +93,26 @@ export function checkJsonShape(text: string, limits: JsonLimits): void {
   }
 }
 
-/** Walks the parsed document (already bounded by checkJsonShape) without recursion. */
-export function checkForbiddenKeys(document: unknown): void {
+/**
+ * Walks the parsed document (already bounded by checkJsonShape) without
+ * recursion: no forbidden keys, and I-JSON (RFC 7493) - every string and
+ * member name well-formed Unicode (JSON.parse lets a lone surrogate such as
+ * "\ud800" through), every number a finite double (JSON.parse turns 1e400
+ * into Infinity). Such values cannot be canonicalized (RFC 8785), stored or
+ * compared faithfully, so they are refused here, before anything reads them.
+ */
+export function checkDocument(document: unknown): void {
   const pending: unknown[] = [document];
   while (pending.length > 0) {
     const value = pending.pop();
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) throw new NotIJsonError('a string with a lone surrogate');
+      continue;
+    }
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw new NotIJsonError('a number outside the range of IEEE 754 doubles');
+      continue;
+    }
     if (value === null || typeof value !== 'object') continue;
     if (Array.isArray(value)) {
       pending.push(...(value as unknown[]));
@@ -94,12 +120,13 @@ export function checkForbiddenKeys(document: unknown): void {
     }
     for (const key of Object.keys(value)) {
       if (FORBIDDEN_KEYS.has(key)) throw new ForbiddenPropertyError(key);
+      if (LONE_SURROGATE.test(key)) throw new NotIJsonError('a member name with a lone surrogate');
       pending.push((value as Record<string, unknown>)[key]);
     }
   }
 }
 
-/** The application/json body parser: shape first, then JSON.parse, then the forbidden keys. */
+/** The application/json body parser: shape first, then JSON.parse, then the forbidden keys and I-JSON. */
 export function parseJsonBody(text: string, limits: JsonLimits): unknown {
   if (text.trim() === '') throw new MalformedJsonError('The body is empty but Content-Type is application/json.');
   checkJsonShape(text, limits);
@@ -109,6 +136,6 @@ export function parseJsonBody(text: string, limits: JsonLimits): unknown {
   } catch {
     throw new MalformedJsonError();
   }
-  checkForbiddenKeys(document);
+  checkDocument(document);
   return document;
 }

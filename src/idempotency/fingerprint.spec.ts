@@ -1,6 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { canonicalJson, fingerprintRequest, sameFingerprint, storedFingerprint } from './fingerprint.js';
+import {
+  BodyNotCanonicalError,
+  canonicalJson,
+  erasedFingerprint,
+  fingerprintRequest,
+  sameFingerprint,
+  storedForms,
+  storedFingerprint,
+} from './fingerprint.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const body = { customerId: 'cus_1', items: [{ sku: 'a', quantity: 2 }], note: 'é\u2028', big: 1e21 };
@@ -34,5 +42,34 @@ describe('records stored under v1 are still verified', () => {
     const request = fingerprintRequest('POST', '/v1/orders', body);
     expect(sameFingerprint(storedFingerprint(request), request)).toBe(true);
     expect(sameFingerprint({ algorithm: 'md5-v0', value: request.value }, request)).toBe(false);
+  });
+});
+
+describe('what an erasure leaves: a fingerprint keyed with the digest key', () => {
+  const digestKey = Buffer.alloc(32, 5);
+  const request = fingerprintRequest('POST', '/v1/orders', body, digestKey);
+  const erased = erasedFingerprint(storedFingerprint(request), digestKey);
+
+  it('matches the same request, not another body, and is no oracle without the key', () => {
+    expect(erased.algorithm).toBe('erased-hmac-sha256:sha256-jcs-v2');
+    expect(erased.value).not.toBe(request.value);
+    expect(sameFingerprint(erased, request)).toBe(true);
+    expect(sameFingerprint(erased, fingerprintRequest('POST', '/v1/orders', { ...body, big: 2 }, digestKey))).toBe(false);
+    expect(sameFingerprint(erased, fingerprintRequest('POST', '/v1/orders', body))).toBe(false);
+    expect(sameFingerprint(erased, fingerprintRequest('POST', '/v1/orders', body, Buffer.alloc(32, 6)))).toBe(false);
+  });
+
+  it('keys a v1 fingerprint too, and the request is found under every stored form', () => {
+    const v1 = { algorithm: 'sha256-cjson-v1', value: sha256(canonicalJson({ method: 'POST', route: '/v1/orders', body })) };
+    const erasedV1 = erasedFingerprint(v1, digestKey);
+    expect(sameFingerprint(erasedV1, request)).toBe(true);
+    expect(storedForms(request)).toEqual([storedFingerprint(request), erased, v1, erasedV1]);
+  });
+});
+
+describe('a body the canonical form cannot hold', () => {
+  it('is a 400 domain error, never a plain Error (a 500)', () => {
+    expect(() => fingerprintRequest('POST', '/v1/orders', { n: Infinity })).toThrow(BodyNotCanonicalError);
+    expect(() => fingerprintRequest('POST', '/v1/orders', { s: '\ud800' })).toThrow(BodyNotCanonicalError);
   });
 });

@@ -88,8 +88,12 @@ export class IdempotencyAttempts {
     const key = await this.metrics.timeStore(status, () =>
       this.records.finish(session, lease, status, recoveryPoint, sealed, now, retainUntil),
     );
-    const tombstone = response ? tombstoneFor(key, response, now, retainUntil, this.config.tombstoneSeconds) : null;
-    if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));
+    if (response) {
+      const tombstone = tombstoneFor(key, response, now, retainUntil, this.config.tombstoneSeconds);
+      await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));
+    }
     lease.keyExpiresAt = retainUntil;
+    // What the record committed (an erasure may have keyed it since the claim): the fast path caches that, not the request's.
+    lease.finishedFingerprint = key.fingerprint;
   }
 }

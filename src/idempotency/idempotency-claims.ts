@@ -10,7 +10,7 @@ import { DuplicateClaimError, SubjectErasedError } from './idempotency.errors.js
 import type { IdempotencyRecord, Lease, RecordLease } from './idempotency-record.js';
 import { IdempotencyRecordRepository, RecordRaceLostError, type NewRecord } from './idempotency-record.repository.js';
 import { newLease } from './lease.js';
-import { subjectDigest } from './subject.js';
+import { SubjectDigests } from './subject.js';
 import { SubjectLockRepository } from './subject-lock.repository.js';
 import type { IdempotentRequest, IdempotentWork } from './idempotent-work.js';
 
@@ -33,6 +33,7 @@ export class IdempotencyClaims {
     private readonly transactions: TransactionRunner,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
+    private readonly digests: SubjectDigests,
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
   ) {}
 
@@ -59,7 +60,8 @@ export class IdempotencyClaims {
         this.transactions.run(async (session) => {
           const claimed = await this.writeRecord(session, kind, recordId, old, request, lease);
           if (request.subject) {
-            const erasedAt = await this.subjects.touchForClaim(session, subjectDigest(request.tenant, request.subject), lease.lockedAt);
+            const digest = this.digests.of(request.tenant, request.subject);
+            const erasedAt = await this.subjects.touchForClaim(session, digest, lease.lockedAt, claimed.keyExpiresAt);
             if (erasedAt && erasedAt.getTime() >= request.receivedAt.getTime()) throw new SubjectErasedError();
           }
           await work.begin(session, claimed);
@@ -118,7 +120,7 @@ export class IdempotencyClaims {
       schemaVersion: request.schemaVersion,
       ttlSeconds: request.ttlSeconds,
       attempt: 1,
-      subject: request.subject ? subjectDigest(request.tenant, request.subject) : null,
+      subject: request.subject ? this.digests.of(request.tenant, request.subject) : null,
       createdAt: now,
       expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
     };

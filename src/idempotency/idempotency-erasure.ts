@@ -1,12 +1,21 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { IdempotencyFastPath } from './fast-path/idempotency-fast-path.js';
 import { IdempotencyRecordRepository } from './idempotency-record.repository.js';
 import { StoredResponses } from './stored-responses.js';
-import { subjectDigest } from './subject.js';
+import { idempotencyConfig, type IdempotencyConfig } from '../config/config.tokens.js';
+import { erasedFingerprint } from './fingerprint.js';
+import { SubjectDigests } from './subject.js';
 import { SubjectLockRepository } from './subject-lock.repository.js';
+import { erasedTombstone } from './tombstone.js';
 import { TombstoneRepository } from './tombstone.repository.js';
+
+/** A record an erasure changed: its cached answers must leave Redis until it expires. */
+export interface ErasedRecord {
+  recordId: string;
+  expiresAt: Date;
+}
 
 /** The idempotency side of a data subject's erasure. */
 @Injectable()
@@ -18,45 +27,74 @@ export class IdempotencyErasure {
     private readonly responses: StoredResponses,
     private readonly clock: Clock,
     private readonly fastPath: IdempotencyFastPath,
+    private readonly digests: SubjectDigests,
+    @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
   ) {}
+
+  /** Whether answers are cached in Redis (then an erasure must tell it). */
+  get cacheEnabled(): boolean {
+    return this.fastPath.enabled;
+  }
+
+  /**
+   * Before the erasure transaction: the subject's records known now are
+   * marked in Redis, so none of their answers is served from Redis from here
+   * on. Throws CacheInvalidationFailedError (503, nothing committed) when
+   * Redis cannot be told: the erasure fails closed.
+   */
+  async guardCached(tenant: string, subject: string): Promise<void> {
+    if (!this.fastPath.enabled) return;
+    const records = await this.records.findForSubject(undefined, tenant, this.digests.forms(tenant, subject));
+    await this.fastPath.guardRecords(records.map((record) => ({ recordId: record._id, expiresAt: record.expiresAt })));
+  }
 
   /**
    * After the erasure transaction committed (never inside it: the body may
    * run again, and a cache read before the commit would warm the old answer
-   * back): the subject's cached answers in Redis become unreadable. Throws
-   * CacheInvalidationFailedError (503) when Redis cannot be told; repeating
-   * the erasure is safe.
+   * back): the erased records' cached answers leave Redis, and the records
+   * stay marked until they expire. False when Redis cannot be told.
    */
-  forgetCached(recordIds: string[]): Promise<void> {
-    return this.fastPath.forgetRecords(recordIds);
+  forgetCached(records: ErasedRecord[]): Promise<boolean> {
+    return this.fastPath.forgetRecords(records);
   }
 
   /**
    * Inside the caller's transaction: every stored response of the subject
    * becomes a 410 `response_erased` (the record stays final, so a retry still
-   * never re-executes), and every record of the subject forgets its body's
-   * fingerprint - finished or still in flight - and its tombstones are
-   * deleted (a late retry of an erased request is a new request). One in flight has no response
-   * yet: if it completes, the consumer builds its response from data the
-   * erasure already changed; if it is abandoned, the key answers 410 from then
-   * on instead of running the erased request again (record-decision.ts).
-   * Call it first in the erasure transaction: its first write is what makes
-   * a concurrent claim conflict. Returns the ids of the records it erased
-   * (for forgetCached, after the commit).
+   * never re-executes); every record and tombstone of the subject keeps only
+   * a keyed fingerprint of its body (erasedFingerprint: no oracle without the
+   * digest key, yet another body still gets 422 and a late retry of the same
+   * request is still refused) and no subject digest. One in flight has no
+   * response yet: if it completes, the consumer builds its response from
+   * data the erasure already changed, and its tombstone is keyed too; if it
+   * is abandoned, the key answers 410 from then on instead of running the
+   * erased request again (record-decision.ts). Writes are batched (one
+   * round trip per collection), so a customer with thousands of records is
+   * erased within the transaction limits. Call it first in the erasure
+   * transaction: its first write is what makes a concurrent claim conflict.
    */
-  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<string[]> {
+  async eraseSubject(session: ClientSession, tenant: string, subject: string): Promise<ErasedRecord[]> {
     const now = this.clock.now();
-    const digest = subjectDigest(tenant, subject);
+    const digests = this.digests.forms(tenant, subject);
     // First: the write every claim of this subject makes too, so a claim committing after this
     // transaction's snapshot conflicts with it instead of slipping past (SubjectLockRepository).
-    await this.subjects.touchForErasure(session, digest, now);
-    const records = await this.records.findForSubject(session, tenant, digest);
-    for (const record of records) {
-      await this.records.redact(session, record._id, record.response ? this.responses.erased(record) : null, now);
-    }
-    // Tombstones carry the fingerprint of a body that named the subject: gone with the records' link to it.
-    // A record still in flight leaves none when it finishes (its fingerprint is erased now).
-    await this.tombstones.deleteForSubject(session, digest);
-    return records.map((record) => record._id);
+    // Kept one retention period: only requests received before this erasure care about its time.
+    await this.subjects.touchForErasure(session, digests, now, new Date(now.getTime() + this.config.ttlSeconds * 1000));
+    const records = await this.records.findForSubject(session, tenant, digests);
+    await this.records.redactAll(
+      session,
+      records.map((record) => ({
+        recordId: record._id,
+        fingerprint: erasedFingerprint(record.fingerprint, this.config.digestKey),
+        response: record.response ? this.responses.erased(record) : null,
+      })),
+      now,
+    );
+    const tombstones = await this.tombstones.findForSubject(session, digests);
+    await this.tombstones.replaceAll(
+      session,
+      tombstones.map((old) => ({ old, erased: erasedTombstone(old, this.config.digestKey) })),
+    );
+    return records.map((record) => ({ recordId: record._id, expiresAt: record.expiresAt }));
   }
 }

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { idempotencyConfig, reaperConfig, type IdempotencyConfig, type ReaperConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
@@ -43,38 +44,35 @@ const INTERVAL_NAME = 'idempotency-reaper';
 export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(IdempotencyReaper.name);
   private readonly reconcilers = new Map<string, Reconciler>();
-  private running: Promise<ReaperRun> | null = null;
+  private readonly task: PeriodicTask<ReaperRun>;
 
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly attempts: IdempotencyAttempts,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     @Inject(reaperConfig.KEY) private readonly config: ReaperConfig,
     @Inject(idempotencyConfig.KEY) private readonly idempotency: IdempotencyConfig,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(scheduler, INTERVAL_NAME, () => this.sweep());
+  }
 
   register(operation: string, reconciler: Reconciler): void {
     this.reconcilers.set(operation, reconciler);
   }
 
   onApplicationBootstrap(): void {
-    if (!this.config.enabled) return;
-    const timer = setInterval(() => void this.runOnce(), this.config.intervalMs);
-    timer.unref();
-    this.scheduler.addInterval(INTERVAL_NAME, timer);
+    if (this.config.enabled) this.task.start(this.config.intervalMs);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
-    await this.running;
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One pass. Never two at once in one process; other instances are kept out by the lease CAS. */
   runOnce(): Promise<ReaperRun> {
-    this.running ??= this.sweep().finally(() => (this.running = null));
-    return this.running;
+    return this.task.runOnce();
   }
 
   private async sweep(): Promise<ReaperRun> {
@@ -87,7 +85,7 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
       for (const record of await this.records.findStale(operations, this.clock.now(), this.config.batchSize)) {
         if (Date.now() >= deadline) break;
         run.examined++;
-        const decision = await this.reap(record);
+        const decision = await this.reap(record, { honourResumeWindow: true });
         run[decision]++;
         this.metrics.reaperRecords.inc({ decision });
       }
@@ -99,14 +97,20 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
     return run;
   }
 
-  /** Reaps one stale record now (also the admin API's release); the lease CAS still decides who wins. */
-  async reap(record: IdempotencyRecord): Promise<ReaperDecision> {
+  /**
+   * Reaps one stale record now; the lease CAS still decides who wins. The
+   * scheduled pass honours a resume window opened after it listed the
+   * record; the admin API's release is a person's decision to reap now.
+   */
+  async reap(record: IdempotencyRecord, options: { honourResumeWindow?: boolean } = {}): Promise<ReaperDecision> {
     const reconcile = this.reconcilers.get(record.operation);
     if (!reconcile) {
       this.logger.warn({ msg: 'no reconciler for operation', operation: record.operation });
       return 'skipped';
     }
-    const lease = await this.records.takeOver(record, newLease(this.clock.now(), this.idempotency.lockTimeoutMs));
+    const lease = await this.records.takeOver(record, newLease(this.clock.now(), this.idempotency.lockTimeoutMs), {
+      outsideResumeWindow: options.honourResumeWindow,
+    });
     if (!lease) return 'lost_lease';
     const context = { recordId: lease.recordId, operation: record.operation, attempt: lease.attempt, recoveryPoint: lease.recoveryPoint };
     try {

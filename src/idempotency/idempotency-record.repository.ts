@@ -4,7 +4,7 @@ import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { isDuplicateKey } from '../database/mongo-errors.js';
 import { deriveClaimId } from './claim-id.js';
-import { ERASED_FINGERPRINT } from './fingerprint.js';
+import type { Fingerprint } from './fingerprint.js';
 import { LeaseLostError } from './idempotency.errors.js';
 import type { IdempotencyRecord, Lease, RecordConflict, RecordLease, StoredResponseDoc } from './idempotency-record.js';
 import { IDEMPOTENCY_RECORD_MODEL } from './schemas/idempotency-record.schema.js';
@@ -16,6 +16,13 @@ export class RecordRaceLostError extends Error {
     super('Lost the race for an idempotency record');
     this.name = 'RecordRaceLostError';
   }
+}
+
+/** What an erasure writes over one record. */
+export interface Redaction {
+  recordId: string;
+  fingerprint: Fingerprint;
+  response: StoredResponseDoc | null;
 }
 
 /** What a restarted attempt takes from the request that restarts it. */
@@ -145,9 +152,17 @@ export class IdempotencyRecordRepository {
     return leaseOf(updated, lease);
   }
 
-  /** Takes an expired lease on a pending record; null when someone else got there first. */
-  async takeOver(old: IdempotencyRecord, lease: RecordLease): Promise<Lease | null> {
+  /**
+   * Takes an expired lease on a pending record; null when someone else got
+   * there first. The reaper passes `outsideResumeWindow`: a record released
+   * into its resume window after the reaper listed it is its client's to
+   * resume (same order, same charge key), not the reaper's to abandon.
+   */
+  async takeOver(old: IdempotencyRecord, lease: RecordLease, options: { outsideResumeWindow?: boolean } = {}): Promise<Lease | null> {
     if (!old.lease) return null;
+    const window = options.outsideResumeWindow
+      ? { $or: [{ 'lease.resumableUntil': null }, { 'lease.resumableUntil': { $lte: lease.lockedAt } }] }
+      : {};
     const updated = await this.records
       .findOneAndUpdate(
         {
@@ -156,6 +171,7 @@ export class IdempotencyRecordRepository {
           attempt: old.attempt,
           'lease.owner': old.lease.owner,
           'lease.expiresAt': { $lte: lease.lockedAt },
+          ...window,
         },
         { $set: { lease, updatedAt: lease.lockedAt } },
         { returnDocument: 'after' },
@@ -231,18 +247,25 @@ export class IdempotencyRecordRepository {
     return result.matchedCount === 1;
   }
 
-  findForSubject(session: ClientSession, tenant: string, subject: string): Promise<IdempotencyRecord[]> {
-    return this.records.find({ tenant, subject }).session(session).lean<IdempotencyRecord[]>().exec();
+  /** The subject's records (any of its digest forms), without the stored bodies an erasure replaces anyway. */
+  findForSubject(session: ClientSession | undefined, tenant: string, subjects: string[]): Promise<IdempotencyRecord[]> {
+    return this.native.find({ tenant, subject: { $in: subjects } }, { session, projection: { 'response.body': 0 } }).toArray();
   }
 
   /**
-   * Erasure: the stored response is replaced, and the record keeps nothing
-   * derived from its subject's data - neither the subject digest nor the
-   * fingerprint of a body that named them.
+   * Erasure, in one round trip: each stored response is replaced, and each
+   * record keeps nothing its subject could be found or guessed from - no
+   * subject digest, only a keyed fingerprint of the body that named them.
    */
-  async redact(session: ClientSession, recordId: string, response: StoredResponseDoc | null, now: Date): Promise<void> {
-    const erased = { subject: null, fingerprint: ERASED_FINGERPRINT, updatedAt: now };
-    await this.records.updateOne({ _id: recordId }, { $set: response ? { ...erased, response } : erased }, { session });
+  async redactAll(session: ClientSession, redactions: Redaction[], now: Date): Promise<void> {
+    if (redactions.length === 0) return;
+    await this.native.bulkWrite(
+      redactions.map(({ recordId, fingerprint, response }) => {
+        const erased = { subject: null, fingerprint, updatedAt: now };
+        return { updateOne: { filter: { _id: recordId }, update: { $set: response ? { ...erased, response } : erased } } };
+      }),
+      { session, ordered: true },
+    );
   }
 
   /**
@@ -259,7 +282,7 @@ export class IdempotencyRecordRepository {
         operation: { $in: operations },
         conflict: null,
         // Released after a transient failure: its client's retry resumes it until the window ends.
-        // A residual filter: reaper_scan still bounds the scan to pending records with an expired lease.
+        // Both branches are ranges of reaper_window_scan: records inside their window are never read.
         $or: [{ 'lease.resumableUntil': null }, { 'lease.resumableUntil': { $lte: now } }],
       })
       .sort({ 'lease.expiresAt': 1 })

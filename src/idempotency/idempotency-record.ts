@@ -92,4 +92,6 @@ export interface Lease {
    */
   keyExpiresAt: Date;
   recoveryPoint: string | null;
+  /** The fingerprint the record finished with (set by IdempotencyAttempts when it finishes). */
+  finishedFingerprint?: Fingerprint;
 }

@@ -16,6 +16,8 @@ import { IdempotencyRecordSchema, IDEMPOTENCY_RECORD_MODEL } from './schemas/ide
 import { IdempotencyTombstoneSchema, IDEMPOTENCY_TOMBSTONE_MODEL } from './schemas/idempotency-tombstone.schema.js';
 import { SubjectLockSchema, SUBJECT_LOCK_MODEL } from './schemas/subject-lock.schema.js';
 import { SubjectLockRepository } from './subject-lock.repository.js';
+import { SubjectDigests } from './subject.js';
+import { ServiceBinding } from './service-binding.js';
 import { LateRetries } from './late-retries.js';
 import { TombstoneRepository } from './tombstone.repository.js';
 
@@ -36,6 +38,8 @@ import { TombstoneRepository } from './tombstone.repository.js';
   providers: [
     IdempotencyRecordRepository,
     SubjectLockRepository,
+    SubjectDigests,
+    ServiceBinding,
     TombstoneRepository,
     LateRetries,
     StoredResponses,
@@ -49,6 +53,6 @@ import { TombstoneRepository } from './tombstone.repository.js';
     RedisCache,
     IdempotencyFastPath,
   ],
-  exports: [IdempotencyService, IdempotencyAttempts, IdempotencyErasure, IdempotencyReaper],
+  exports: [IdempotencyService, IdempotencyAttempts, IdempotencyErasure, IdempotencyReaper, SubjectDigests],
 })
 export class IdempotencyModule {}

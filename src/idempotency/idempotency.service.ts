@@ -5,7 +5,7 @@ import { Clock } from '../common/clock.js';
 import { TransactionRunner } from '../database/transaction.runner.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { deriveClaimId } from './claim-id.js';
-import { fingerprintRequest, isErasedFingerprint } from './fingerprint.js';
+import { fingerprintRequest, matchesAnyBody } from './fingerprint.js';
 import type { IdempotencyKeyContext } from './idempotency-key.interceptor.js';
 import type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './idempotent-work.js';
 import {
@@ -80,7 +80,7 @@ export class IdempotencyService {
       clientKey: key.clientKey,
       schemaVersion: key.schemaVersion,
       ttlSeconds: key.ttlSeconds ?? this.config.ttlSeconds,
-      fingerprint: fingerprintRequest(key.method, key.route, body),
+      fingerprint: fingerprintRequest(key.method, key.route, body, this.config.digestKey),
       subject,
       onStoreDown: key.onStoreDown ?? 'closed',
       receivedAt: this.clock.now(),
@@ -94,14 +94,14 @@ export class IdempotencyService {
    * body: a body that matches a stored fingerprint passed validation when it
    * was first sent), that answer is the reply: a replay costs one read, not a
    * validation and a handler. Anything else (a new key, another body, work
-   * in flight, an erased record, whose answer a body that fails validation
-   * must not get) goes through validation and execute(), which starts
-   * from the record read here.
+   * in flight, a record the previous release erased, whose answer a body
+   * that fails validation must not get) goes through validation and
+   * execute(), which starts from the record read here.
    */
   async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
     if (this.app.benchDisableIdempotency) return { replay: null };
     const scope = { tenant, operation: key.operation, clientKey: key.clientKey, schemaVersion: key.schemaVersion };
-    const fingerprint = fingerprintRequest(key.method, key.route, body);
+    const fingerprint = fingerprintRequest(key.method, key.route, body, this.config.digestKey);
     const recordId = this.recordIdFor(scope);
     // The optional Redis fast path first: a replay it holds costs no MongoDB read.
     const cached = await this.fastPath.replayEarly(recordId, fingerprint);
@@ -118,7 +118,8 @@ export class IdempotencyService {
       if (key.onStoreDown === 'open' && isStoreUnreachable(error)) return { replay: null };
       throw error;
     }
-    if (record && !isErasedFingerprint(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
+    // A record the previous release erased matches any body, so one that fails validation must not get its answer.
+    if (record && !matchesAnyBody(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
       this.count(key, 'replayed');
       return { replay: await this.replay(record, recordId) };
     }

@@ -1,5 +1,5 @@
 import type { ClientSession } from 'mongoose';
-import type { Fingerprint } from './fingerprint.js';
+import type { RequestFingerprint } from './fingerprint.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from './idempotency-record.js';
 import type { StoreDownPolicy } from './store-down-policy.js';
 
@@ -9,7 +9,7 @@ export interface IdempotentRequest {
   clientKey: string;
   schemaVersion: number;
   ttlSeconds: number;
-  fingerprint: Fingerprint;
+  fingerprint: RequestFingerprint;
   /** Data subject for erasure (orders: the customer id); stored only as a digest. */
   subject?: string;
   /** When the request arrived (the Clock's time): an erasure of its subject after that stops it. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { IdempotencyRecord } from './idempotency-record.js';
-import { ERASED_FINGERPRINT } from './fingerprint.js';
+import { ERASED_FINGERPRINT, erasedFingerprint, fingerprintRequest, storedFingerprint } from './fingerprint.js';
 import { decide } from './record-decision.js';
 
 const now = new Date('2026-06-01T12:00:00Z');
@@ -68,11 +68,25 @@ describe('decide (what to do with a record found under the key)', () => {
     expect(decide(stale, fingerprint, now)).toBe('take_over');
   });
 
-  it('an erased record (no fingerprint left) answers any body with its stored response, or 410 if it has none', () => {
+  it('a record the previous release erased (no fingerprint left) answers any body with its stored response, or 410 if it has none', () => {
     const erased = record({ status: 'complete', response: { ...stored, status: 410 }, lease: null, fingerprint: ERASED_FINGERPRINT });
     expect(decide(erased, { ...fingerprint, value: 'bbb' }, now)).toBe('replay');
     // Abandoned, then erased (or erased while in flight, then abandoned): a new attempt would run the erased request again.
     expect(decide({ ...erased, response: null, status: 'failed' }, fingerprint, now)).toBe('erased');
+  });
+
+  it('a record erased in flight keeps a keyed fingerprint: only the same request resumes it, another body gets 422', () => {
+    const digestKey = Buffer.alloc(32, 3);
+    const body = { customerId: 'cus_1', amount: 10 };
+    const same = fingerprintRequest('POST', '/v1/orders', body, digestKey);
+    const other = fingerprintRequest('POST', '/v1/orders', { ...body, amount: 99 }, digestKey);
+    const pending = record({ fingerprint: erasedFingerprint(storedFingerprint(same), digestKey), lease: null });
+    expect(decide(pending, same, now)).toBe('take_over');
+    expect(decide(pending, other, now)).toBe('mismatch');
+    const answered = { ...pending, status: 'complete' as const, response: { ...stored, status: 410 } };
+    expect(decide(answered, same, now)).toBe('replay');
+    expect(decide(answered, other, now)).toBe('mismatch');
+    expect(decide({ ...pending, status: 'failed', response: null }, same, now)).toBe('erased');
   });
 
   it('compares the fingerprint algorithm too', () => {

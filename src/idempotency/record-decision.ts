@@ -1,4 +1,4 @@
-import { isErasedFingerprint, sameFingerprint, type Fingerprint } from './fingerprint.js';
+import { isErasedFingerprint, matchesAnyBody, sameFingerprint, type Fingerprint } from './fingerprint.js';
 import type { IdempotencyRecord } from './idempotency-record.js';
 
 export type RecordDecision =
@@ -25,8 +25,9 @@ export type RecordDecision =
 export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now: Date): RecordDecision {
   const finished = record.status !== 'pending';
   if (finished && record.expiresAt.getTime() <= now.getTime()) return 'replace_expired';
-  // An erased record no longer knows its body: whatever is sent gets its stored (410) answer.
-  if (!isErasedFingerprint(record.fingerprint) && !sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
+  // An erased record keeps a keyed fingerprint: another body gets 422 as before the erasure. Only
+  // one the previous release erased kept none, and answers any body with its stored (410) answer.
+  if (!matchesAnyBody(record.fingerprint) && !sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
   if (finished && record.response) return 'replay';
   // An abandoned attempt of an erased subject: a new attempt would store the erased data again.
   if (finished) return isErasedFingerprint(record.fingerprint) ? 'erased' : 'restart';

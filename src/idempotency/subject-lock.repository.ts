@@ -32,21 +32,24 @@ export class SubjectLockRepository {
     this.native = locks.collection as unknown as Collection<SubjectLock>;
   }
 
-  /** A claim's write: one stripe. Returns the subject's last erasure, if any. */
-  async touchForClaim(session: ClientSession, subject: string, now: Date): Promise<Date | null> {
+  /** A claim's write: one stripe, kept at least `keepUntil`. Returns the subject's last erasure, if any. */
+  async touchForClaim(session: ClientSession, subject: string, now: Date, keepUntil: Date): Promise<Date | null> {
     const stripe = await this.native.findOneAndUpdate(
       { _id: stripeId(subject, randomInt(SUBJECT_LOCK_STRIPES)) },
-      { $set: { updatedAt: now }, $setOnInsert: { erasedAt: null } },
+      { $set: { updatedAt: now, expiresAt: keepUntil }, $setOnInsert: { erasedAt: null } },
       { session, upsert: true, returnDocument: 'after' },
     );
     return stripe?.erasedAt ?? null;
   }
 
-  /** An erasure's write: every stripe, in one round trip. */
-  async touchForErasure(session: ClientSession, subject: string, now: Date): Promise<void> {
-    const stripes = Array.from({ length: SUBJECT_LOCK_STRIPES }, (_, stripe) => ({
-      updateOne: { filter: { _id: stripeId(subject, stripe) }, update: { $set: { updatedAt: now, erasedAt: now } }, upsert: true },
-    }));
+  /** An erasure's write: every stripe of every digest form of the subject, in one round trip. */
+  async touchForErasure(session: ClientSession, subjects: string[], now: Date, keepUntil: Date): Promise<void> {
+    const update = { $set: { updatedAt: now, erasedAt: now, expiresAt: keepUntil } };
+    const stripes = subjects.flatMap((subject) =>
+      Array.from({ length: SUBJECT_LOCK_STRIPES }, (_, stripe) => ({
+        updateOne: { filter: { _id: stripeId(subject, stripe) }, update, upsert: true },
+      })),
+    );
     await this.locks.bulkWrite(stripes, { session, ordered: true });
   }
 }

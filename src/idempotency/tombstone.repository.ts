@@ -14,7 +14,7 @@ import type { Tombstone } from './tombstone.js';
 export class TombstoneRepository {
   private readonly native: Collection<Tombstone>;
 
-  constructor(@InjectModel(IDEMPOTENCY_TOMBSTONE_MODEL) private readonly tombstones: Model<Tombstone>) {
+  constructor(@InjectModel(IDEMPOTENCY_TOMBSTONE_MODEL) tombstones: Model<Tombstone>) {
     this.native = tombstones.collection as unknown as Collection<Tombstone>;
   }
 
@@ -27,12 +27,25 @@ export class TombstoneRepository {
     await this.native.replaceOne({ _id: tombstone._id }, tombstone, { session, upsert: true });
   }
 
-  findById(id: string): Promise<Tombstone | null> {
-    return this.native.findOne({ _id: id });
+  /** The tombstones among these ids (the forms one request's tombstone may have), in one read by _id. */
+  findByIds(ids: string[]): Promise<Tombstone[]> {
+    return this.native.find({ _id: { $in: ids } }).toArray();
   }
 
-  async deleteForSubject(session: ClientSession, subject: string): Promise<number> {
-    const result = await this.tombstones.deleteMany({ subject }, { session });
-    return result.deletedCount;
+  /** The tombstones of a data subject (any of its digest forms), for its erasure. */
+  findForSubject(session: ClientSession, subjects: string[]): Promise<Tombstone[]> {
+    return this.native.find({ subject: { $in: subjects } }, { session }).toArray();
+  }
+
+  /** Erasure: each tombstone replaced by its keyed form (a new _id), in one round trip. */
+  async replaceAll(session: ClientSession, replacements: { old: Tombstone; erased: Tombstone }[]): Promise<void> {
+    if (replacements.length === 0) return;
+    await this.native.bulkWrite(
+      replacements.flatMap(({ old, erased }) => [
+        { replaceOne: { filter: { _id: erased._id }, replacement: erased, upsert: true } },
+        { deleteOne: { filter: { _id: old._id } } },
+      ]),
+      { session, ordered: true },
+    );
   }
 }

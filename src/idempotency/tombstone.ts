@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
-import { isErasedFingerprint, type Fingerprint } from './fingerprint.js';
+import { erasedFingerprint, sameFingerprint, type Fingerprint, type RequestFingerprint } from './fingerprint.js';
 import type { IdempotentResponse } from './idempotency-record.js';
 
 /**
@@ -19,7 +19,10 @@ export interface Tombstone {
   /** The stored answer's Location header (the resource it created), if it had one. */
   location: string | null;
   finishedAt: Date;
-  /** The record's subject digest, so an erasure finds and removes it. */
+  /**
+   * The record's subject digest, so an erasure finds it and makes it keyed
+   * (erasedTombstone); null once erased, or for a request without a subject.
+   */
   subject: string | null;
   /** End of the tombstone itself; the TTL index and every lookup honour it. */
   expiresAt: Date;
@@ -47,9 +50,9 @@ export function tombstoneId(scope: string, fingerprint: Fingerprint): string {
 
 /**
  * The tombstone of a final answer, kept `tombstoneSeconds` past the
- * record's retention. Null for a record whose subject was erased while it
- * was in flight: it no longer knows its body, and the erasure promised that
- * nothing derived from that body stays behind.
+ * record's retention. A record whose subject was erased while it was in
+ * flight finishes with its keyed fingerprint and no subject, and leaves a
+ * tombstone of that form: erasing a customer never reopens their keys.
  */
 export function tombstoneFor(
   key: FinishedKey,
@@ -57,8 +60,7 @@ export function tombstoneFor(
   finishedAt: Date,
   retainUntil: Date,
   tombstoneSeconds: number,
-): Tombstone | null {
-  if (isErasedFingerprint(key.fingerprint)) return null;
+): Tombstone {
   const scope = tombstoneScope(key);
   return {
     _id: tombstoneId(scope, key.fingerprint),
@@ -73,16 +75,26 @@ export function tombstoneFor(
 }
 
 /**
+ * What an erasure leaves of a tombstone: the same scope, answer and expiry,
+ * the fingerprint keyed (no oracle for the body without the digest key) and
+ * no subject. A late retry of the erased request is still refused: exactly-
+ * once holds for the customers who asked to be forgotten too.
+ */
+export function erasedTombstone(tombstone: Tombstone, digestKey: Buffer): Tombstone {
+  const fingerprint = erasedFingerprint(tombstone.fingerprint, digestKey);
+  return { ...tombstone, _id: tombstoneId(tombstone.scope, fingerprint), fingerprint, subject: null };
+}
+
+/**
  * A request whose key is absent or past retention. Only the exact request
  * that was answered before is refused (it would run - and charge - twice);
  * another body under the same key is a new request, as the draft allows.
  * The TTL monitor runs about once a minute, so a tombstone past its own
  * expiry may still be there: expiry is enforced here, not by the index.
  */
-export function decideLateRetry(tombstone: Tombstone | null, fingerprint: Fingerprint, now: Date): LateRetryDecision {
+export function decideLateRetry(tombstone: Tombstone | null, fingerprint: RequestFingerprint, now: Date): LateRetryDecision {
   if (!tombstone || tombstone.expiresAt.getTime() <= now.getTime()) return 'new_request';
-  const same = tombstone.fingerprint.algorithm === fingerprint.algorithm && tombstone.fingerprint.value === fingerprint.value;
-  return same ? 'answer_expired' : 'new_request';
+  return sameFingerprint(tombstone.fingerprint, fingerprint) ? 'answer_expired' : 'new_request';
 }
 
 /**

@@ -14,7 +14,7 @@ export function logDigest(secret: Buffer, tenant: string | undefined, value: str
     .slice(0, 16);
 }
 
-/** A key of its own for log digests, derived from a deployment secret (HKDF, so the secret itself is never an HMAC key). */
-export function logDigestKey(deploymentSecret: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', deploymentSecret, Buffer.alloc(0), 'idempotent-orders log digest v1', 32));
+/** A key of its own for log digests, derived from PRIVACY_DIGEST_KEY (HKDF: a log digest never equals a digest the database keeps). */
+export function logDigestKey(privacyDigestKey: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', privacyDigestKey, Buffer.alloc(0), 'idempotent-orders log digest v1', 32));
 }

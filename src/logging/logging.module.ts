@@ -19,8 +19,8 @@ type LoggedRequest = IncomingMessage & {
     LoggerModule.forRootAsync({
       inject: [appConfig.KEY, idempotencyConfig.KEY],
       useFactory: (config: AppConfig, idempotency: IdempotencyConfig) => {
-        // Until the privacy digest key exists, the cipher key (required wherever there is a real store) keys the digests.
-        const digestKey = logDigestKey(idempotency.encryptionKey.key);
+        // A subkey of PRIVACY_DIGEST_KEY (required wherever there is a real store): log digests never equal the stored ones.
+        const digestKey = logDigestKey(idempotency.digestKey);
         const refusals = new RefusalLogSampler(config.logRefusedPerSecond);
         const skippedBefore = new WeakMap<ServerResponse, number>();
         return {

@@ -3,6 +3,7 @@ import { MongooseModule } from '@nestjs/mongoose';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
+import { ErasureCacheSweep } from './erasure-cache.sweep.js';
 import { ErasureController } from './erasure.controller.js';
 import { ErasureRepository } from './erasure.repository.js';
 import { ErasureService } from './erasure.service.js';
@@ -11,6 +12,6 @@ import { ErasureSchema, ERASURE_MODEL } from './schemas/erasure.schema.js';
 @Module({
   imports: [MongooseModule.forFeature([{ name: ERASURE_MODEL, schema: ErasureSchema }]), IdempotencyModule, OrdersModule, OutboxModule],
   controllers: [ErasureController],
-  providers: [ErasureRepository, ErasureService],
+  providers: [ErasureRepository, ErasureService, ErasureCacheSweep],
 })
 export class PrivacyModule {}

@@ -3,7 +3,10 @@
 // as mongod's always carry, so a service behind it reads "the server's clock"
 // the way it would from a real primary. It also names itself in `me`,
 // `primary` and `hosts` (or the driver would connect past it). Every other
-// byte is forwarded unchanged.
+// byte is forwarded unchanged. As `mongos`, it answers hello as a router of a
+// sharded cluster does (msg: 'isdbgrid', no replica-set fields), with its own
+// clock offset: several of them in front of one server stand for the routers
+// of a cluster whose hosts' clocks disagree.
 import net from 'node:net';
 import { MessageFramer, replyOf, withReplyDocument, type WireMessage } from '../../src/database/embedded/wire-protocol.js';
 
@@ -13,7 +16,27 @@ export interface ClockReportingProxy {
   close(): Promise<void>;
 }
 
-export async function startClockReportingProxy(upstreamUri: string): Promise<ClockReportingProxy> {
+export interface ClockProxyOptions {
+  /** Answer hello as mongos does. */
+  mongos?: boolean;
+  /** This proxy's clock, relative to the test process's. */
+  offsetMs?: number;
+}
+
+const REPLICA_SET_FIELDS = [
+  'setName',
+  'setVersion',
+  'hosts',
+  'passives',
+  'arbiters',
+  'primary',
+  'me',
+  'secondary',
+  'electionId',
+  'topologyVersion',
+];
+
+export async function startClockReportingProxy(upstreamUri: string, options: ClockProxyOptions = {}): Promise<ClockReportingProxy> {
   const [, upstreamHost, upstreamPort] = /^mongodb:\/\/([^:/,]+):(\d+)[/?]/.exec(upstreamUri) ?? [];
   if (!upstreamHost) throw new Error(`clock-reporting proxy needs a single-host URI (got ${upstreamUri})`);
   const upstream = `${upstreamHost}:${upstreamPort}`;
@@ -23,7 +46,13 @@ export async function startClockReportingProxy(upstreamUri: string): Promise<Clo
   const rewrite = (message: WireMessage): Buffer => {
     const document = replyOf(message);
     if (!document || !('maxWireVersion' in document) || !('ismaster' in document || 'isWritablePrimary' in document)) return message.bytes;
-    document.localTime ??= new Date();
+    if (options.mongos) {
+      for (const field of REPLICA_SET_FIELDS) delete document[field];
+      document.msg = 'isdbgrid';
+      document.localTime = new Date(Date.now() + (options.offsetMs ?? 0));
+      return withReplyDocument(message, document);
+    }
+    document.localTime ??= new Date(Date.now() + (options.offsetMs ?? 0));
     const here = (host: unknown) => (host === upstream ? address : host);
     for (const field of ['me', 'primary']) if (field in document) document[field] = here(document[field]);
     if (Array.isArray(document.hosts)) document.hosts = (document.hosts as unknown[]).map(here);
@@ -48,8 +77,9 @@ export async function startClockReportingProxy(upstreamUri: string): Promise<Clo
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 
+  const uri = upstreamUri.replace(/^mongodb:\/\/[^/?]+/, `mongodb://${address}`);
   return {
-    uri: upstreamUri.replace(/^mongodb:\/\/[^/?]+/, `mongodb://${address}`),
+    uri: options.mongos ? uri.replace(/([?&])replicaSet=[^&]*&?/, '$1').replace(/[?&]$/, '') : uri,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ERASED_FINGERPRINT, LEGACY_FINGERPRINT_ALGORITHM, fingerprintRequest, storedFingerprint } from '../fingerprint.js';
-import { decodeEntry, decodeMarker, encodeEntry, encodeMarker, judgeEntry, type CacheEntry } from './cache-entry.js';
+import { decodeEntry, decodeMarker, encodeEntry, encodeMarker, judgeEntry, Sealer, type CacheEntry } from './cache-entry.js';
 
 const now = new Date('2026-11-30T12:00:00Z');
 const body = { customerId: 'cus_1', amount: 10 };
@@ -64,5 +64,19 @@ describe('wire forms', () => {
       fingerprint: storedFingerprint(request),
     });
     expect(decodeMarker('{"fp":{}}')).toBeNull();
+  });
+});
+
+describe('Sealer: what the service acts on in Redis is authenticated', () => {
+  const sealer = new Sealer(Buffer.alloc(32, 1));
+  const json = '{"v":2,"status":201}';
+
+  it('opens what it sealed for the same record, and nothing else', () => {
+    const value = sealer.seal('rec-1', json);
+    expect(sealer.open('rec-1', value)).toBe(json);
+    expect(sealer.open('rec-2', value)).toBeNull();
+    expect(sealer.open('rec-1', value.replace('201', '200'))).toBeNull();
+    expect(sealer.open('rec-1', json)).toBeNull();
+    expect(new Sealer(Buffer.alloc(32, 2)).open('rec-1', value)).toBeNull();
   });
 });

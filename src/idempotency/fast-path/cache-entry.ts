@@ -1,10 +1,15 @@
-import { isErasedFingerprint, sameFingerprint, type Fingerprint } from '../fingerprint.js';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { matchesAnyBody, sameFingerprint, type Fingerprint } from '../fingerprint.js';
 import type { StoredResponseDoc } from '../idempotency-record.js';
 
 /**
  * A finished key's answer as Redis keeps it: the stored response still
  * sealed (same cipher, same record id as associated data), the record's
- * fingerprint and its expiry. Redis never holds a body in clear.
+ * fingerprint and its expiry. Redis never holds a body in clear, and every
+ * field the service acts on (status, headers, fingerprint, expiry) is
+ * authenticated with the record id (Sealer): a writer to Redis cannot turn
+ * another body's 422 into a replay, forge a Location or stretch an expiry -
+ * a value that does not verify is a miss.
  */
 export interface CacheEntry {
   response: StoredResponseDoc;
@@ -35,7 +40,7 @@ export type CachedDecision =
  */
 export function judgeEntry(entry: CacheEntry, fingerprint: Fingerprint, now: Date): CachedDecision {
   if (entry.expiresAt <= now.getTime()) return 'ask_store';
-  if (!isErasedFingerprint(entry.fingerprint) && !sameFingerprint(entry.fingerprint, fingerprint)) return 'mismatch';
+  if (!matchesAnyBody(entry.fingerprint) && !sameFingerprint(entry.fingerprint, fingerprint)) return 'mismatch';
   return 'replay';
 }
 
@@ -47,7 +52,7 @@ interface WireBody {
 }
 
 interface WireEntry {
-  v: 1;
+  v: 2;
   status: number;
   headers: Record<string, string>;
   schemaVersion: number;
@@ -56,10 +61,42 @@ interface WireEntry {
   exp: number;
 }
 
+/**
+ * Authenticates what the fast path writes to Redis: HMAC-SHA256 over the
+ * record id and the exact JSON text, under a key derived from the
+ * deployment's digest key. A value is `{mac}.{json}`; the record id binds it
+ * to its key (an entry copied onto another key does not verify).
+ */
+export class Sealer {
+  private readonly key: Buffer;
+
+  constructor(digestKey: Buffer) {
+    this.key = createHmac('sha256', digestKey).update('idempotency-redis-entry-v2').digest();
+  }
+
+  seal(recordId: string, json: string): string {
+    return `${this.mac(recordId, json)}.${json}`;
+  }
+
+  /** The JSON text, or null when the value was not written by this deployment for this record. */
+  open(recordId: string, value: string): string | null {
+    const dot = value.indexOf('.');
+    if (dot !== 64) return null;
+    const json = value.slice(dot + 1);
+    const given = Buffer.from(value.slice(0, dot), 'hex');
+    const expected = Buffer.from(this.mac(recordId, json), 'hex');
+    return given.length === expected.length && timingSafeEqual(given, expected) ? json : null;
+  }
+
+  private mac(recordId: string, json: string): string {
+    return createHmac('sha256', this.key).update(`${recordId}\n${json}`).digest('hex');
+  }
+}
+
 export function encodeEntry(entry: CacheEntry): string {
   const { body } = entry.response;
   const wire: WireEntry = {
-    v: 1,
+    v: 2,
     status: entry.response.status,
     headers: entry.response.headers,
     schemaVersion: entry.response.schemaVersion,
@@ -75,7 +112,7 @@ export function decodeEntry(text: string | null): CacheEntry | null {
   if (!text) return null;
   try {
     const wire = JSON.parse(text) as WireEntry;
-    if (wire.v !== 1 || typeof wire.status !== 'number' || typeof wire.exp !== 'number' || !wire.fp || !wire.body) return null;
+    if (wire.v !== 2 || typeof wire.status !== 'number' || typeof wire.exp !== 'number' || !wire.fp || !wire.body) return null;
     return {
       response: {
         status: wire.status,

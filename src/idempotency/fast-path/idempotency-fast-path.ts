@@ -1,16 +1,59 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { idempotencyConfig, mongoConfig, type IdempotencyConfig, type MongoConfig } from '../../config/config.tokens.js';
+import { createHmac } from 'node:crypto';
+import { idempotencyConfig, redisConfig, type IdempotencyConfig, type RedisConfig } from '../../config/config.tokens.js';
 import { Clock } from '../../common/clock.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
-import { isErasedFingerprint, sameFingerprint, storedFingerprint, type Fingerprint } from '../fingerprint.js';
+import { matchesAnyBody, sameFingerprint, storedFingerprint, type Fingerprint } from '../fingerprint.js';
+import type { ErasedRecord } from '../idempotency-erasure.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from '../idempotency-record.js';
 import type { IdempotentRequest, IdempotentResult } from '../idempotent-work.js';
 import { InFlightWaiters } from '../in-flight-waiters.js';
 import { nextPollDelayMs } from '../retry-after.js';
 import { StoredResponses } from '../stored-responses.js';
 import { CacheInvalidationFailedError } from './cache-invalidation-failed.error.js';
-import { decodeEntry, decodeMarker, encodeEntry, encodeMarker, judgeEntry, type CacheEntry, type InFlightMarker } from './cache-entry.js';
+import {
+  decodeEntry,
+  decodeMarker,
+  encodeEntry,
+  encodeMarker,
+  judgeEntry,
+  Sealer,
+  type CacheEntry,
+  type InFlightMarker,
+} from './cache-entry.js';
 import { RedisCache } from './redis-cache.js';
+
+/**
+ * The names of a record's keys in Redis: under the deployment's namespace,
+ * by a keyed digest of the record id - which names the tenant and the
+ * client's key, and so never appears in clear.
+ */
+export class RedisKeys {
+  private readonly digestKey: Buffer;
+
+  constructor(
+    private readonly namespace: string,
+    digestKey: Buffer,
+  ) {
+    this.digestKey = createHmac('sha256', digestKey).update('idempotency-redis-key-v1').digest();
+  }
+
+  entry(recordId: string): string {
+    return `${this.namespace}:resp:${this.nameOf(recordId)}`;
+  }
+
+  marker(recordId: string): string {
+    return `${this.namespace}:mark:${this.nameOf(recordId)}`;
+  }
+
+  guard(recordId: string): string {
+    return `${this.namespace}:erased:${this.nameOf(recordId)}`;
+  }
+
+  private nameOf(recordId: string): string {
+    return createHmac('sha256', this.digestKey).update(recordId).digest('base64url');
+  }
+}
 
 /** What the fast path can say before MongoDB is asked; null from answer() means "ask MongoDB". */
 export type CachedAnswer =
@@ -26,10 +69,10 @@ interface Snapshot {
 }
 
 /**
- * How long an erasure's mark keeps answers of an erased record out of
- * Redis: longer than any request that read the record before the erasure
- * could take to write it back. After it, the record's (410) answer is cached
- * like any other.
+ * The shortest life of an erasure's mark: longer than any request that read
+ * the record before the erasure could take to write it back. A mark lives at
+ * least until the record expires, so no entry sealed before the erasure can
+ * be put back while it could still be answered.
  */
 const ERASURE_GUARD_MS = 60 * 60 * 1000;
 
@@ -39,12 +82,15 @@ const ERASURE_GUARD_MS = 60 * 60 * 1000;
  * for - a replay of a finished key (sealed response, fingerprint checked),
  * a 422 for another body, a wait on a key whose claim committed elsewhere -
  * and sends everything else to MongoDB, also whenever Redis is slow, down or
- * its circuit open. Keys name the database they mirror: deployments sharing
- * one Redis never read each other's answers.
+ * its circuit open. Keys live under a configured namespace (REDIS_NAMESPACE,
+ * by default the database name) and name a record by a keyed digest of its
+ * id, never the tenant or client key in clear; values are authenticated
+ * (Sealer). A record an erasure marked is a miss, whatever Redis holds.
  */
 @Injectable()
 export class IdempotencyFastPath {
-  private readonly prefix: string;
+  private readonly keys: RedisKeys;
+  private readonly sealer: Sealer;
 
   constructor(
     private readonly cache: RedisCache,
@@ -53,9 +99,10 @@ export class IdempotencyFastPath {
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     @Inject(idempotencyConfig.KEY) private readonly config: IdempotencyConfig,
-    @Inject(mongoConfig.KEY) mongo: MongoConfig,
+    @Inject(redisConfig.KEY) redis: RedisConfig,
   ) {
-    this.prefix = `idem:${mongo.dbName}:`;
+    this.keys = new RedisKeys(redis.namespace, config.digestKey);
+    this.sealer = new Sealer(config.digestKey);
   }
 
   /**
@@ -68,8 +115,8 @@ export class IdempotencyFastPath {
     if (!this.cache.enabled) return null;
     const snapshot = await this.read('early', recordId);
     if (!snapshot) return null;
-    // An erased answer matches any body, so one that fails validation must not get it: judged after validation.
-    if (snapshot.entry && isErasedFingerprint(snapshot.entry.fingerprint)) return 'defer';
+    // A record the previous release erased matches any body, so one that fails validation must not get it.
+    if (snapshot.entry && matchesAnyBody(snapshot.entry.fingerprint)) return 'defer';
     const cached = this.fromEntry(snapshot.entry, recordId, fingerprint);
     this.cache.count('early', cached?.kind === 'replay' ? 'hit' : 'miss');
     if (cached?.kind === 'replay') return cached.result;
@@ -105,7 +152,14 @@ export class IdempotencyFastPath {
     if (!this.cache.enabled) return;
     const marker = encodeMarker({ owner: lease.owner, fingerprint: storedFingerprint(request.fingerprint) });
     // NX: a marker left by an earlier owner is not overwritten (it expires; until then duplicates ask MongoDB after their wait).
-    if (await this.cache.setIfAbsent('mark', this.markerKey(lease.recordId), marker, this.config.lockTimeoutMs))
+    if (
+      await this.cache.setIfAbsent(
+        'mark',
+        this.markerKey(lease.recordId),
+        this.sealer.seal(lease.recordId, marker),
+        this.config.lockTimeoutMs,
+      )
+    )
       this.cache.count('mark', 'ok');
   }
 
@@ -116,34 +170,64 @@ export class IdempotencyFastPath {
    */
   async finished(request: IdempotentRequest, lease: Lease, response: IdempotentResponse | null): Promise<void> {
     if (!this.cache.enabled) return;
-    if (response && response.status < 500) {
+    // The fingerprint the record committed, not the request's: an erasure in flight keyed it (L3 of review 3).
+    if (response && response.status < 500 && lease.finishedFingerprint) {
       await this.store(lease.recordId, {
         response: this.responses.seal(lease.recordId, lease.schemaVersion, response),
-        fingerprint: storedFingerprint(request.fingerprint),
+        fingerprint: lease.finishedFingerprint,
         expiresAt: lease.keyExpiresAt.getTime(),
       });
     }
     const marker = encodeMarker({ owner: lease.owner, fingerprint: storedFingerprint(request.fingerprint) });
-    if (await this.cache.deleteIfEqual('clear', this.markerKey(lease.recordId), marker)) this.cache.count('clear', 'ok');
+    const sealed = this.sealer.seal(lease.recordId, marker);
+    if (await this.cache.deleteIfEqual('clear', this.markerKey(lease.recordId), sealed)) this.cache.count('clear', 'ok');
+  }
+
+  get enabled(): boolean {
+    return this.cache.enabled;
+  }
+
+  /**
+   * Before an erasure commits, for the records it is about to change: each
+   * is marked, so from now on Redis answers nothing for it (a marked record
+   * is a miss) and nothing can be written back. Throws (503, nothing
+   * committed) when Redis cannot be told: the erasure fails closed.
+   */
+  async guardRecords(records: ErasedRecord[]): Promise<void> {
+    if (!this.cache.enabled || records.length === 0) return;
+    if (!(await this.cache.guardAndDelete('guard', this.guardsOf(records), [], this.guardTtlMs(records))))
+      throw new CacheInvalidationFailedError();
+    this.cache.count('guard', 'ok');
   }
 
   /**
    * After an erasure committed: the cached answers of its records are
-   * deleted, and each record is marked for an hour so that a request which
-   * read it before the erasure cannot write its old answer back. Throws
-   * (503) when Redis cannot be told: the erasure must be retried.
+   * deleted and each record stays marked until it expires, so a request
+   * which read it before the erasure cannot write its old answer back, and
+   * no entry sealed before the erasure can be put back. False when Redis
+   * cannot be told: the erasure document keeps it due (ErasureCacheSweep).
    */
-  async forgetRecords(recordIds: string[]): Promise<void> {
-    if (!this.cache.enabled || recordIds.length === 0) return;
-    const guards = recordIds.map((id) => this.guardKey(id));
-    const keys = recordIds.map((id) => this.entryKey(id));
-    if (!(await this.cache.guardAndDelete('invalidate', guards, keys, ERASURE_GUARD_MS))) throw new CacheInvalidationFailedError();
+  async forgetRecords(records: ErasedRecord[]): Promise<boolean> {
+    if (!this.cache.enabled || records.length === 0) return true;
+    const keys = records.map((record) => this.entryKey(record.recordId));
+    if (!(await this.cache.guardAndDelete('invalidate', this.guardsOf(records), keys, this.guardTtlMs(records)))) return false;
     this.cache.count('invalidate', 'ok');
+    return true;
+  }
+
+  private guardsOf(records: ErasedRecord[]): string[] {
+    return records.map((record) => this.guardKey(record.recordId));
+  }
+
+  private guardTtlMs(records: ErasedRecord[]): number {
+    const now = this.clock.now().getTime();
+    return Math.max(ERASURE_GUARD_MS, ...records.map((record) => record.expiresAt.getTime() - now));
   }
 
   private async store(recordId: string, entry: CacheEntry): Promise<void> {
     const ttlMs = entry.expiresAt - this.clock.now().getTime();
-    const written = await this.cache.setUnlessGuarded('store', this.entryKey(recordId), this.guardKey(recordId), encodeEntry(entry), ttlMs);
+    const value = this.sealer.seal(recordId, encodeEntry(entry));
+    const written = await this.cache.setUnlessGuarded('store', this.entryKey(recordId), this.guardKey(recordId), value, ttlMs);
     if (written) this.cache.count('store', 'ok');
   }
 
@@ -192,21 +276,28 @@ export class IdempotencyFastPath {
   }
 
   private entryKey(recordId: string): string {
-    return `${this.prefix}resp:${recordId}`;
+    return this.keys.entry(recordId);
   }
 
   private markerKey(recordId: string): string {
-    return `${this.prefix}mark:${recordId}`;
+    return this.keys.marker(recordId);
   }
 
   private guardKey(recordId: string): string {
-    return `${this.prefix}erased:${recordId}`;
+    return this.keys.guard(recordId);
   }
 
+  /** Entry, marker and the erasure's mark in one round trip; a marked record is a miss. */
   private async read(call: string, recordId: string): Promise<Snapshot | null> {
-    const reply = await this.cache.read(call, [this.entryKey(recordId), this.markerKey(recordId)], this.markerKey(recordId));
+    const marker = this.markerKey(recordId);
+    const reply = await this.cache.read(call, [this.entryKey(recordId), marker, this.guardKey(recordId)], marker);
     if (!reply) return null;
-    const [entry, marker] = reply.values;
-    return { entry: decodeEntry(entry), marker: decodeMarker(marker), markerTtlMs: reply.ttlMs };
+    const [entry, markerValue, guard] = reply.values;
+    if (guard !== null) return { entry: null, marker: null, markerTtlMs: null };
+    return {
+      entry: decodeEntry(entry === null ? null : this.sealer.open(recordId, entry)),
+      marker: decodeMarker(markerValue === null ? null : this.sealer.open(recordId, markerValue)),
+      markerTtlMs: reply.ttlMs,
+    };
   }
 }

@@ -60,8 +60,13 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
 
 // Garbage collection only: expiry itself is enforced in code on every lookup.
 IdempotencyRecordSchema.index({ purgeAt: 1 }, { expireAfterSeconds: 0, name: 'purge_ttl' });
-// The reaper's scan: pending records whose lease ran out.
-IdempotencyRecordSchema.index({ status: 1, 'lease.expiresAt': 1 }, { name: 'reaper_scan' });
+// The reaper's scan: pending records whose lease ran out and whose resume window (if any) is over. The
+// window is part of the key, so a record released into its window during a provider outage is never
+// scanned (each branch of findStale's $or is an index range). Replaces `reaper_scan` ({status,
+// lease.expiresAt}), which walked every released record on every pass; drop that one after upgrading.
+IdempotencyRecordSchema.index({ status: 1, 'lease.resumableUntil': 1, 'lease.expiresAt': 1 }, { name: 'reaper_window_scan' });
+// The oldest-pending gauge: an indexed sort, not an in-memory one on every reaper pass.
+IdempotencyRecordSchema.index({ status: 1, createdAt: 1 }, { name: 'pending_age' });
 // The tenant's admin look-up by client key.
 IdempotencyRecordSchema.index({ tenant: 1, clientKey: 1 }, { name: 'tenant_client_key' });
 // Erasure of one data subject's stored responses.
