@@ -71,8 +71,14 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     const adapter = createAdapter(loadConfiguration(process.env).http);
     app = moduleRef.createNestApplication<NestFastifyApplication>(adapter, { ...NEST_APP_OPTIONS, logger: false });
     configureApp(app);
-    await app.init();
-    await app.getHttpAdapter().getInstance().ready();
+    try {
+      await app.init();
+      await app.getHttpAdapter().getInstance().ready();
+    } catch (error) {
+      // A boot that fails (a test of a refused configuration) must not leave its connections open behind it.
+      await app.close().catch(() => undefined);
+      throw error;
+    }
   } finally {
     restoreEnv(saved);
   }
