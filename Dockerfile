@@ -28,7 +28,8 @@ RUN npm ci --omit=dev --omit=optional --no-audit --no-fund --ignore-scripts \
 # Files stay owned by root: the service user can read them but not change them.
 COPY --from=build /app/dist ./dist
 USER node
-EXPOSE 3000
+# 3000: the API; 9464: /metrics (METRICS_PORT), for the scraper's network only, never published with the API.
+EXPOSE 3000 9464
 # Liveness only (is the process serving?); readiness (/health/ready) belongs to
 # the orchestrator, see docker-compose.yml.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \

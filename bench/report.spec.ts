@@ -49,7 +49,10 @@ function sampleScenarios(): ScenarioResult[] {
       check: { ok: true, detail: '6000 creates, 0 failed' },
     }),
     row(scenarioId.floor(64), 'floor: the same create, bare driver', 64, 2500, { statusCounts: {}, cpuMsPerRequest: null, check: null }),
-    row(scenarioId.create(16), 'create, unique keys', 16, 500, { cpuMsPerRequest: 4.6 }),
+    row(scenarioId.create(16), 'create, unique keys', 16, 500, {
+      cpuMsPerRequest: 4.6,
+      store: { commandsPerRequest: 22, transactionsPerRequest: 3, abortsPerRequest: 0.01 },
+    }),
     row(scenarioId.create(64), 'create, unique keys', 64, 625, { cpuMsPerRequest: 4.4 }),
     row(scenarioId.createLayerOff(16), 'create, unique keys, idempotency layer OFF', 16, 800, { cpuMsPerRequest: 4 }),
     row(scenarioId.createLayerOff(64), 'create, unique keys, idempotency layer OFF', 64, 1000, { cpuMsPerRequest: 4 }),
@@ -119,6 +122,9 @@ describe('results file', () => {
     expect(() => parseResults(variant((c) => (c.schemaVersion = 1)))).toThrow('$.schemaVersion must be 2');
     expect(() => parseResults(variant((c) => (c.ratios[0].basis = 'ops')))).toThrow('$.ratios[0].basis');
     expect(() => parseResults(variant((c) => (c.scenarios[2].cpuMsPerRequest = 'cheap')))).toThrow('$.scenarios[2].cpuMsPerRequest');
+    expect(() => parseResults(variant((c) => (c.scenarios[2].store.commandsPerRequest = -1)))).toThrow(
+      '$.scenarios[2].store.commandsPerRequest',
+    );
     expect(() => parseResults(variant((c) => delete c.machine.cpus))).toThrow('$.machine.cpus');
     expect(() => parseResults(variant((c) => (c.scenarios[2].reqPerSec = -1)))).toThrow('$.scenarios[2].reqPerSec');
     expect(() => parseResults(variant((c) => (c.scenarios[0].p99Ms = 'fast')))).toThrow('$.scenarios[0].p99Ms');
@@ -165,7 +171,34 @@ describe('ratios', () => {
       'layer-on-vs-off-cpu-c4 cpu',
       'layer-on-vs-off-cpu-c16 cpu',
       'replay-vs-get-cpu-c4 cpu',
+      'get-vs-read-floor-cpu-c4 cpu',
+      'replay-vs-read-floor-cpu-c4 cpu',
+      'get-limits-cpu-c4 cpu',
+      'replay-limits-cpu-c4 cpu',
+      'health-limits-cpu-c4 cpu',
+      'health-vs-hello-cpu-c4 cpu',
+      'create-vs-floor-cpu-c4 cpu',
+      'create-vs-floor-cpu-c16 cpu',
+      'create-cpu-growth cpu',
+      'layer-off-cpu-growth cpu',
+      'floor-cpu-growth cpu',
     ]);
+    expect(ratioDefinitions([4], 4).some((ratio) => ratio.id.endsWith('growth'))).toBe(false);
+  });
+
+  it('holds GET and replay to 1.3x the read floor, and a create at c64 to 1.2x its CPU at c16', () => {
+    const scenarios = [
+      ...sampleScenarios(),
+      row(scenarioId.readFloor(16), 'read floor: Fastify + findOne by _id', 16, 6000, { cpuMsPerRequest: 0.4 }),
+    ];
+    const ratios = computeRatios(scenarios, ratioDefinitions(LEVELS, 16));
+    const byId = (id: string) => ratios.find((ratio) => ratio.id === id)!;
+    expect(byId('get-vs-read-floor-cpu-c16').value).toBeCloseTo(1.25);
+    expect(targetMet(byId('get-vs-read-floor-cpu-c16'))).toBe(true);
+    expect(byId('replay-vs-read-floor-cpu-c16').value).toBeCloseTo(1.5);
+    expect(targetMet(byId('replay-vs-read-floor-cpu-c16'))).toBe(false);
+    expect(byId('create-cpu-growth').value).toBeCloseTo(4.4 / 4.6);
+    expect(targetMet(byId('create-cpu-growth'))).toBe(true);
   });
 
   it('says whether a target is met', () => {
@@ -207,6 +240,13 @@ describe('table', () => {
     expect(text).toContain('Machine: 2 CPUs (Test CPU), node v20.20.2');
     expect(text).toContain('autocannon ?');
     expect(text).not.toContain(EMULATOR_CAVEAT);
+    expect(text).toMatch(/create, unique keys \(c16\)\s+22\.0 commands, 3\.00 transactions, 0\.01 aborted/);
+  });
+
+  it('reads a results file written before store counts existed', () => {
+    const old = JSON.parse(serializeResults(sampleResults())) as { scenarios: Record<string, unknown>[] };
+    for (const scenario of old.scenarios) delete scenario.store;
+    expect(parseResults(JSON.stringify(old)).scenarios[2]).not.toHaveProperty('store');
   });
 
   it('prints the caveat under the table on the emulator, and n/a for a missing ratio', () => {

@@ -14,6 +14,7 @@ import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded
 import { header, runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
   computeRatios,
+  parseResults,
   findDuplicateOrders,
   formatReport,
   measuringWindowSeconds,
@@ -29,11 +30,15 @@ import {
   type BenchResults,
   type CheckResult,
   type ScenarioResult,
+  type StoreCounts,
 } from './report.js';
+import { renderChart } from './chart.js';
+import { CommandCounter, perRequest } from './command-counter.js';
 import { cpuMeter } from './cpu.js';
+import { floorCreateLoop, startFloor } from './floor.js';
 import { formatFrames, topFrames, type CpuProfile } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
-import { startService, type ServiceProcess } from './service.js';
+import { BENCH_RATE_LIMITS, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
 /** dist/bench/run.js -> the repository root. */
@@ -79,6 +84,8 @@ interface Settings {
   growthSizes?: number[];
   /** --redis: replay, 5% duplicates and hot key again against a service with the Redis fast path, side by side. */
   redis: boolean;
+  /** --compare: an earlier results file, drawn as the "before" bars of the chart. */
+  compare?: string;
 }
 
 const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth'] as const;
@@ -94,6 +101,10 @@ interface Bench {
   service: ServiceProcess;
   /** BENCH_DISABLE_IDEMPOTENCY=true: the same create work without the record. */
   layerOff: ServiceProcess;
+  /** The service as it ships but with no rate limits: the limits-off rows. */
+  limitsOff: ServiceProcess;
+  /** bench/floor-process.ts: the read floor (bare Fastify + findOne by _id) and the create floor, CPU measured. */
+  floor: ServiceProcess;
   /** --redis: the same service with REDIS_URL set (a redis-server of the run's own). */
   redisService?: ServiceProcess;
   /** Prefix that keeps this run's keys apart from any other run's. */
@@ -115,6 +126,7 @@ function readSettings(argv: string[]): Settings {
       profile: { type: 'boolean', default: false },
       'growth-sizes': { type: 'string' },
       redis: { type: 'boolean', default: false },
+      compare: { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -135,6 +147,7 @@ function readSettings(argv: string[]): Settings {
     profile: values.profile ?? false,
     growthSizes: values['growth-sizes'] === undefined ? undefined : parseLevels(values['growth-sizes'], 1_000_000),
     redis: values.redis ?? false,
+    compare: values.compare,
   };
 }
 
@@ -184,13 +197,34 @@ function scenario(id: string, title: string, concurrency: number, measured: Meas
   return { id, title, concurrency, ...measured, check };
 }
 
-/** A load run with the service's CPU per completed request over the same window. */
-type Measured = LoadMeasurement & { cpuMsPerRequest: number | null };
+/** A load run with the service's CPU (and, behind a counter, its store commands) per completed request over the same window. */
+type Measured = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null };
 
 async function measure(target: ServiceProcess, load: () => Promise<LoadMeasurement>): Promise<Measured> {
   const cpu = cpuMeter(target.pid, target.idleCpuMsPerSecond);
+  const commands = storeMeter(target);
   const measured = await load();
-  return { ...measured, cpuMsPerRequest: cpu.perRequest(measured.requests) };
+  return { ...measured, cpuMsPerRequest: cpu.perRequest(measured.requests), ...commands(measured.requests) };
+}
+
+/** Store commands per request since now, less the process's idle rate (outbox relay polls) over the same time. */
+function storeMeter(target: ServiceProcess): (requests: number) => { store?: StoreCounts | null } {
+  const counter = target.counter;
+  if (!counter) return () => ({});
+  const before = counter.snapshot();
+  const started = Date.now();
+  return (requests) => {
+    const counts = perRequest(before, counter.snapshot(), requests);
+    if (!counts) return { store: null };
+    const idle = (target.idleCommandsPerSecond * (Date.now() - started)) / 1000 / requests;
+    return {
+      store: {
+        commandsPerRequest: Math.max(0, counts.commands - idle),
+        transactionsPerRequest: counts.transactions,
+        abortsPerRequest: counts.aborts,
+      },
+    };
+  };
 }
 
 function statusSummary(counts: Record<string, number>): string {
@@ -210,17 +244,26 @@ function allStatus(measured: LoadMeasurement, status: string): CheckResult {
 }
 
 /**
- * Empty store, warm-up run (discarded), empty store again, measured run,
- * wait for the requests still inside the service. The measured window
- * stretches (up to a cap) when the warm-up shows a slow backend would
- * otherwise complete too few requests to judge. (Stray writes of warm-up
- * requests still in flight at the second clean only carry warm-up keys.)
+ * Empty store, warm-up run (discarded), wait for the warm-up's requests still
+ * inside the service, empty store again, measured run, wait again. The
+ * measured window stretches (up to a cap) when the warm-up shows a slow
+ * backend would otherwise complete too few requests to judge.
+ *
+ * `per: 'saved order'` (the create rows): CPU and store commands are counted
+ * from the start of the run until the service has finished the requests
+ * still in it, and divided by the orders it saved. Counting per response
+ * over the load window alone charged the run with the CPU of the requests
+ * cut off at its end, and of the warm-up's requests still running at its
+ * start - up to 1.5 x concurrency creates' worth, so at c16 on the slow
+ * emulator (~50 creates in a window) CPU per create looked ~40% higher than
+ * at c4: growth with concurrency that was the benchmark's own.
  */
 async function warmThenMeasure(
   bench: Bench,
   target: ServiceProcess,
   connections: number,
   requestsFor: (phase: 'warm' | 'run') => RequestSpec[],
+  per: 'response' | 'saved order' = 'response',
 ): Promise<Measured> {
   const { store, settings } = bench;
   await store.clean();
@@ -233,14 +276,26 @@ async function warmThenMeasure(
       requests: requestsFor('warm'),
     });
     warmupRequests = warm.requests;
+    await drain(bench);
     await store.clean();
   }
   const durationSeconds = windowAfterWarmup(settings, warmupRequests);
-  const measured = await measure(target, () =>
-    runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') }),
-  );
-  await settle(bench);
-  return measured;
+  const cpu = cpuMeter(target.pid, target.idleCpuMsPerSecond);
+  const commands = storeMeter(target);
+  const measured = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') });
+  await (per === 'saved order' ? drain(bench) : settle(bench));
+  const completed = per === 'saved order' ? await store.savedOrders() : measured.requests;
+  return { ...measured, cpuMsPerRequest: cpu.perRequest(completed), ...commands(completed) };
+}
+
+/**
+ * Until no order is mid-flight in the service: generous, because the CPU and
+ * command counts depend on it (half a second without progress happens on a
+ * loaded machine; five seconds means an abandoned order).
+ */
+async function drain(bench: Bench): Promise<void> {
+  if (!(await bench.store.quiesce(30_000, 5_000)))
+    process.stderr.write('  (note: orders still moving 30 s after the load stopped; going on)\n');
 }
 
 function windowAfterWarmup(settings: Settings, warmupRequests: number): number {
@@ -269,11 +324,16 @@ async function floor(bench: Bench, concurrency: number): Promise<ScenarioResult>
   await store.clean();
   let warmupRequests = 0;
   if (settings.warmupSeconds > 0) {
-    warmupRequests = (await store.rawCreateLoop(concurrency, settings.warmupSeconds, `${bench.runId}-floor-warm`)).committed;
+    warmupRequests = (await floorCreateLoop(bench.floor, concurrency, settings.warmupSeconds, `${bench.runId}-floor-warm`)).committed;
   }
   await store.clean();
   const durationSeconds = windowAfterWarmup(settings, warmupRequests);
-  const loop = await store.rawCreateLoop(concurrency, durationSeconds, `${bench.runId}-floor-c${concurrency}`);
+  // In the floor's own process, so that its CPU per create is measured as the service's is.
+  const cpu = cpuMeter(bench.floor.pid, bench.floor.idleCpuMsPerSecond);
+  const commands = storeMeter(bench.floor);
+  const loop = await floorCreateLoop(bench.floor, concurrency, durationSeconds, `${bench.runId}-floor-c${concurrency}`);
+  const cpuMsPerRequest = cpu.perRequest(loop.committed);
+  const counted = commands(loop.committed);
   await store.clean();
   return {
     id: scenarioId.floor(concurrency),
@@ -287,7 +347,8 @@ async function floor(bench: Bench, concurrency: number): Promise<ScenarioResult>
     errors: loop.failed,
     non2xx: 0,
     statusCounts: {},
-    cpuMsPerRequest: null,
+    cpuMsPerRequest,
+    ...counted,
     check: { ok: loop.failed === 0, detail: `${loop.committed} creates, ${loop.failed} failed` },
   };
 }
@@ -295,9 +356,13 @@ async function floor(bench: Bench, concurrency: number): Promise<ScenarioResult>
 /** 2 and 3. POST /v1/orders with a fresh key per request, on the real service or with the layer off. */
 async function createUniqueKeys(bench: Bench, concurrency: number, layer: 'on' | 'off'): Promise<ScenarioResult> {
   const target = layer === 'on' ? bench.service : bench.layerOff;
-  const measured = await warmThenMeasure(bench, target, concurrency, (phase) => [
-    createRequest(uniqueKeys(`${bench.runId}-create-${layer}-c${concurrency}-${phase}`)),
-  ]);
+  const measured = await warmThenMeasure(
+    bench,
+    target,
+    concurrency,
+    (phase) => [createRequest(uniqueKeys(`${bench.runId}-create-${layer}-c${concurrency}-${phase}`))],
+    'saved order',
+  );
   return layer === 'on'
     ? scenario(scenarioId.create(concurrency), 'create, unique keys', concurrency, measured, allStatus(measured, '201'))
     : scenario(
@@ -309,7 +374,12 @@ async function createUniqueKeys(bench: Bench, concurrency: number, layer: 'on' |
       );
 }
 
-/** 4. Replay of completed keys (all 201 + Idempotent-Replayed) against GET /v1/orders/:id of the same orders. */
+/**
+ * 4. Replay of completed keys (all 201 + Idempotent-Replayed) and GET
+ * /v1/orders/:id of the same orders, with the rate limits on (as deployed)
+ * and off; the read floor (bare Fastify + one findOne by _id, own process) on
+ * the same orders; /health/live on and off against Fastify's hello world.
+ */
 async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   const { store, settings, service } = bench;
   const concurrency = bench.levels[0];
@@ -319,43 +389,66 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   const keys = seeded.map((order) => order.key);
   const orderIds = seeded.map((order) => order.id);
 
-  const replayRequests = () => replayOf(keys);
-  const getRequests = (): RequestSpec[] => {
+  const roundRobin = (path: (id: string) => string, headers: Record<string, string> = {}): RequestSpec[] => {
     let next = 0;
     return [
       {
         method: 'GET',
-        headers: { authorization: HEADERS.authorization },
+        headers,
         setupRequest: (request) => {
-          request.path = `/v1/orders/${orderIds[next++ % orderIds.length]}`;
+          request.path = path(orderIds[next++ % orderIds.length]);
           return request;
         },
       },
     ];
   };
+  const getRequests = () => roundRobin((id) => `/v1/orders/${id}`, { authorization: HEADERS.authorization });
+  const fixed = (path: string): RequestSpec[] => [{ method: 'GET', path }];
 
-  const run = (requests: RequestSpec[], durationSeconds: number) =>
-    measure(service, () => runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests }));
+  const run = async (target: ServiceProcess, requests: () => RequestSpec[]) => {
+    const load = (durationSeconds: number) =>
+      measure(target, () => runLoad({ baseUrl: target.baseUrl, connections: concurrency, durationSeconds, requests: requests() }));
+    if (settings.warmupSeconds > 0) await load(settings.warmupSeconds);
+    return load(settings.durationSeconds);
+  };
+  const replayRun = async (target: ServiceProcess) => {
+    let replay = replayOf(keys);
+    const measured = await run(target, () => (replay = replayOf(keys)).requests);
+    return { measured, tally: replay.tally };
+  };
+
   const ordersBefore = await store.db.collection('orders').countDocuments({});
-  if (settings.warmupSeconds > 0) await run(replayRequests().requests, settings.warmupSeconds);
-  const replay = replayRequests();
-  const replayed = await run(replay.requests, settings.durationSeconds);
+  const replayed = await replayRun(service);
+  const replayedNoLimits = await replayRun(bench.limitsOff);
   await settle(bench);
   const ordersAfter = await store.db.collection('orders').countDocuments({});
-  if (settings.warmupSeconds > 0) await run(getRequests(), settings.warmupSeconds);
-  const got = await run(getRequests(), settings.durationSeconds);
+  const got = await run(service, getRequests);
+  const gotNoLimits = await run(bench.limitsOff, getRequests);
+  const floorRead = await run(bench.floor, () => roundRobin((id) => `/orders/${id}`));
+  const live = await run(service, () => fixed('/health/live'));
+  const liveNoLimits = await run(bench.limitsOff, () => fixed('/health/live'));
+  const hello = await run(bench.floor, () => fixed('/hello'));
   await store.clean();
 
-  const replayOk = replay.tally.other === 0 && replayed.requests > 0 && replayed.errors === 0 && ordersAfter === ordersBefore;
-  const replayCheck: CheckResult = {
-    ok: replayOk,
-    detail:
-      (replayOk ? 'all 201 + Idempotent-Replayed' : `${replay.tally.other} not replayed (${statusSummary(replayed.statusCounts)})`) +
-      ` over ${keys.length} keys; orders ${ordersBefore} -> ${ordersAfter}`,
+  const replayCheck = (result: typeof replayed): CheckResult => {
+    const ok = result.tally.other === 0 && result.measured.requests > 0 && result.measured.errors === 0 && ordersAfter === ordersBefore;
+    return {
+      ok,
+      detail:
+        (ok ? 'all 201 + Idempotent-Replayed' : `${result.tally.other} not replayed (${statusSummary(result.measured.statusCounts)})`) +
+        ` over ${keys.length} keys; orders ${ordersBefore} -> ${ordersAfter}`,
+    };
   };
+  const c = concurrency;
   return [
-    scenario(scenarioId.replay(concurrency), 'replay of completed keys', concurrency, replayed, replayCheck),
-    scenario(scenarioId.get(concurrency), 'GET /v1/orders/:id (same orders)', concurrency, got, allStatus(got, '200')),
+    scenario(scenarioId.replay(c), 'replay of completed keys', c, replayed.measured, replayCheck(replayed)),
+    scenario(scenarioId.replayLimitsOff(c), 'replay, rate limits OFF', c, replayedNoLimits.measured, replayCheck(replayedNoLimits)),
+    scenario(scenarioId.get(c), 'GET /v1/orders/:id (same orders)', c, got, allStatus(got, '200')),
+    scenario(scenarioId.getLimitsOff(c), 'GET /v1/orders/:id, rate limits OFF', c, gotNoLimits, allStatus(gotNoLimits, '200')),
+    scenario(scenarioId.readFloor(c), 'read floor: Fastify + findOne by _id', c, floorRead, allStatus(floorRead, '200')),
+    scenario(scenarioId.health(c), 'GET /health/live', c, live, allStatus(live, '200')),
+    scenario(scenarioId.healthLimitsOff(c), 'GET /health/live, rate limits OFF', c, liveNoLimits, allStatus(liveNoLimits, '200')),
+    scenario(scenarioId.helloFloor(c), 'hello floor: bare Fastify route', c, hello, allStatus(hello, '200')),
   ];
 }
 
@@ -623,18 +716,45 @@ async function main(): Promise<number> {
     };
     const profileDir = join(ROOT, 'bench', 'profiles', resultsFileName(startedAt).replace(/\.json$/, ''));
     const profiled = (name: string) => (settings.profile ? { cpuProfileDir: join(profileDir, profileFolder(name)) } : {});
+    // Store commands are counted at the wire, per process, for the create rows and the floor.
+    const counters = await Promise.all([0, 1, 2].map(() => CommandCounter.start(backend.uri)));
+    for (const counter of counters) cleanups.push(() => counter.close());
     const services = await Promise.allSettled([
-      startService({ ...serviceOptions, ...profiled('service (layer on)'), name: 'service (layer on)', disableIdempotency: false }),
-      startService({ ...serviceOptions, ...profiled('service (layer off)'), name: 'service (layer off)', disableIdempotency: true }),
+      startService({
+        ...serviceOptions,
+        ...profiled('service (layer on)'),
+        name: 'service (layer on)',
+        disableIdempotency: false,
+        counter: counters[0],
+      }),
+      startService({
+        ...serviceOptions,
+        ...profiled('service (layer off)'),
+        name: 'service (layer off)',
+        disableIdempotency: true,
+        counter: counters[1],
+      }),
+      startService({ ...serviceOptions, name: 'service (rate limits off)', disableIdempotency: false, rateLimits: 'off' }),
+      startFloor({ ...serviceOptions, counter: counters[2] }),
     ]);
     for (const started of services) if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
     const failed = services.find((started) => started.status === 'rejected');
     if (failed) throw failed.reason;
-    const [service, layerOff] = services.flatMap((started) => (started.status === 'fulfilled' ? [started.value] : []));
-    console.log(`Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off); database ${names.db}`);
+    const [service, layerOff, limitsOff, floorProcess] = services.flatMap((started) =>
+      started.status === 'fulfilled' ? [started.value] : [],
+    );
+    console.log(
+      `Services ready: ${service.baseUrl} (layer on), ${layerOff.baseUrl} (layer off), ${limitsOff.baseUrl} (rate limits off), ` +
+        `${floorProcess.baseUrl} (floor); database ${names.db}`,
+    );
+    console.log(
+      `  rate limits on (all but the limits-off process): ${BENCH_RATE_LIMITS.perTenantPerMinute} per tenant, ` +
+        `${BENCH_RATE_LIMITS.perKeyPerMinute} per key per minute; request logging at its default level`,
+    );
     const redisService = settings.redis ? await startRedisService(serviceOptions, cleanups) : undefined;
     console.log(
-      `  idle CPU: ${service.idleCpuMsPerSecond.toFixed(1)} / ${layerOff.idleCpuMsPerSecond.toFixed(1)} ms per second (left out of CPU per request)`,
+      `  idle CPU: ${[service, layerOff, limitsOff, floorProcess].map((p) => p.idleCpuMsPerSecond.toFixed(1)).join(' / ')} ms per second ` +
+        `(left out of CPU per request)`,
     );
 
     const store = await BenchStore.connect(backend.uri, names.db, names.simulator);
@@ -652,6 +772,8 @@ async function main(): Promise<number> {
       store,
       service,
       layerOff,
+      limitsOff,
+      floor: floorProcess,
       redisService,
       runId: randomBytes(4).toString('hex'),
       backendKind: backend.kind,
@@ -696,6 +818,10 @@ async function main(): Promise<number> {
     const file = join(dir, resultsFileName(startedAt));
     writeFileSync(file, serializeResults(results));
     console.log(`Results written to ${file}`);
+    const before = settings.compare ? parseResults(readFileSync(settings.compare, 'utf8')) : undefined;
+    const chart = file.replace(/\.json$/, '.svg');
+    writeFileSync(chart, renderChart(results, before));
+    console.log(`Chart written to ${chart}${before ? ` (before: ${settings.compare})` : ''}`);
     if (backend.proxyStats) console.log(`Serializing proxy: ${JSON.stringify(backend.proxyStats)}`);
     if (settings.profile) await reportProfiles([service, layerOff], profileDir);
     return runPassed(results) ? 0 : 1;

@@ -55,9 +55,10 @@ export class BenchStore {
    * the service still finish. Wait until no order is mid-flight (pending or
    * charged), or until the order counts stop moving for half a second (an
    * order abandoned mid-flight stays pending until the reaper, which is off
-   * here), or `timeoutMs`. Returns false on the timeout.
+   * here), or `timeoutMs`. Returns false on the timeout. `stillForMs`: how
+   * long unchanged counts mean "abandoned", not "slow".
    */
-  async quiesce(timeoutMs = 3000): Promise<boolean> {
+  async quiesce(timeoutMs = 3000, stillForMs = 500): Promise<boolean> {
     const orders = this.db.collection('orders');
     const deadline = Date.now() + timeoutMs;
     let last = '';
@@ -72,12 +73,17 @@ export class BenchStore {
       if (snapshot !== last) {
         last = snapshot;
         unchangedSince = Date.now();
-      } else if (Date.now() - unchangedSince >= 500) {
+      } else if (Date.now() - unchangedSince >= stillForMs) {
         return true;
       }
       await sleep(100);
     }
     return false;
+  }
+
+  /** Orders that reached `saved`: the creates a run completed, whether or not the load generator saw the answer. */
+  savedOrders(): Promise<number> {
+    return this.db.collection('orders').countDocuments({ state: 'saved' });
   }
 
   async orderKeyStates(filter: Record<string, unknown> = {}): Promise<OrderKeyState[]> {

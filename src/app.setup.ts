@@ -1,16 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { VersioningType, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
+import { Logger, VersioningType, type INestApplication, type NestApplicationOptions } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import { Logger as PinoLogger } from 'nestjs-pino';
-import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { ApiKeyRegistry } from './auth/api-key.registry.js';
+import { UnauthorizedError } from './auth/auth.errors.js';
+import { ProblemDetailsFilter, sendProblem, toProblemResponse } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import type { HttpSettings } from './config/configuration.js';
-import { httpConfig, type HttpConfig } from './config/config.tokens.js';
+import { appConfig, httpConfig, securityConfig, type AppConfig, type HttpConfig, type SecurityConfig } from './config/config.tokens.js';
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
+import { connectionsCheckingInterval, enforceRequestDeadline } from './http/request-deadline.js';
+import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
 
@@ -33,6 +37,12 @@ function countRequests(app: NestFastifyApplication): void {
     .getInstance()
     .addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
+      const raw = request.raw as IncomingMessage & { [ROUTE_PATTERN]?: string; [CLIENT_REQUEST_ID]?: string };
+      raw[ROUTE_PATTERN] = request.routeOptions.url ?? 'unmatched';
+      // API answers carry customer data: no shared or browser cache keeps them.
+      if (raw[ROUTE_PATTERN].startsWith('/v1/')) reply.header('cache-control', 'no-store');
+      const given = request.headers['x-request-id'];
+      if (typeof given === 'string' && /^[\w.-]{1,64}$/.test(given)) raw[CLIENT_REQUEST_ID] = given;
     })
     .addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';
@@ -60,19 +70,18 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
     http: {
       headersTimeout: http.headersTimeoutMs,
       requestTimeout: http.requestTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, Math.ceil(http.headersTimeoutMs / 4)),
+      connectionsCheckingInterval: connectionsCheckingInterval(http),
     },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
-    trustProxy: true,
+    // Off unless TRUST_PROXY names the balancer: otherwise any client could set its own X-Forwarded-For.
+    trustProxy: http.trustProxy,
     return503OnClosing: true,
-    // A caller's well-formed X-Request-Id is kept (and logged); otherwise each request gets a UUID.
+    // Every request gets an id of ours (answered as X-Request-Id, in every log and audit line): a caller
+    // cannot reuse another request's id to muddy the trail. A caller's well-formed id is logged beside it.
     requestIdHeader: false,
-    genReqId: (request: IncomingMessage) => {
-      const given = request.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
-    },
+    genReqId: () => randomUUID(),
   });
 }
 
@@ -94,6 +103,31 @@ function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
 }
 
 /**
+ * 401 before the body is read, for every request that has one, and for
+ * paths no route matches (so a stranger cannot tell routes from typos). The
+ * content-type parser (shape scan, JSON.parse, key walk) runs before Nest's
+ * guards; without this an unauthenticated caller had it run for free.
+ * Body-less requests to existing routes (health, metrics, docs, and every
+ * GET) are left to the guards, which also check scopes.
+ */
+function refuseStrangersEarly(app: NestFastifyApplication): void {
+  const registry = new ApiKeyRegistry(app.get<SecurityConfig>(securityConfig.KEY).apiKeys);
+  const logger = new Logger('ProblemDetails');
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onRequest', (request, reply, done) => {
+      const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
+      const unmatched = request.routeOptions.url === undefined;
+      if ((hasBody || unmatched) && !registry.authenticate(request.headers.authorization)) {
+        sendProblem(reply, toProblemResponse(new UnauthorizedError(), logger));
+        return;
+      }
+      done();
+    });
+}
+
+/**
  * The one HTTP pipeline, used by main.ts and by every e2e test, so tests
  * exercise exactly what production runs. (Signal handling is process-wide,
  * so main.ts subscribes to SIGTERM itself; tests close their apps.)
@@ -104,9 +138,13 @@ export function configureApp(app: NestFastifyApplication): INestApplication {
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter());
   const fastify = app.getHttpAdapter().getInstance();
-  acceptJsonOnly(fastify, app.get<HttpConfig>(httpConfig.KEY));
+  const http = app.get<HttpConfig>(httpConfig.KEY);
+  acceptJsonOnly(fastify, http);
+  enforceRequestDeadline(fastify, http);
   closeIdleConnectionsOnClose(fastify);
   countRequests(app);
-  setUpOpenApi(app);
+  refuseStrangersEarly(app);
+  // Optional in production (DOCS_ENABLED): the document maps every route for whoever asks.
+  if (app.get<AppConfig>(appConfig.KEY).docsEnabled) setUpOpenApi(app);
   return app;
 }

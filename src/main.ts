@@ -5,7 +5,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { existsSync } from 'node:fs';
 import { configureApp, createAdapter, NEST_APP_OPTIONS } from './app.setup.js';
 import { AppModule } from './app.module.js';
-import { ConfigurationError, loadConfiguration } from './config/configuration.js';
+import { ConfigurationError, loadConfiguration, useEmbeddedStore } from './config/configuration.js';
 import { EMULATOR_GAPS, resolveMongoBackend, type MongoBackend } from './database/embedded-mongo.js';
 
 async function bootstrap(): Promise<void> {
@@ -16,7 +16,13 @@ async function bootstrap(): Promise<void> {
 
   let backend: MongoBackend | undefined;
   if (!config.mongo.uri) {
-    backend = await resolveMongoBackend(process.env);
+    backend = await resolveMongoBackend(process.env).catch((error: unknown) => {
+      // The embedded store's packages are dev dependencies: an --omit=dev install has none of them.
+      if ((error as NodeJS.ErrnoException)?.code === 'ERR_MODULE_NOT_FOUND') {
+        throw new Error('MONGODB_URI is unset and the embedded store is not installed (npm ci without --omit=dev); set MONGODB_URI');
+      }
+      throw error;
+    });
     const embedded = backend;
     // The embedded server is a child process: take it down with us, however we exit.
     process.once('exit', () => void embedded.stop());
@@ -25,7 +31,7 @@ async function bootstrap(): Promise<void> {
       new Logger('Bootstrap').fatal(`The embedded MongoDB stopped on its own (${reason}) and its data with it: exiting`);
       process.exit(1);
     });
-    process.env.MONGODB_URI = backend.uri;
+    useEmbeddedStore(backend.uri);
     notices.push({ level: 'log', message: `No MONGODB_URI: started an embedded ${backend.description} at ${backend.uri}` });
     if (backend.kind === 'emulator') {
       notices.push({ level: 'warn', message: `Embedded MongoDB is an emulator, for development only. Gaps: ${EMULATOR_GAPS}` });

@@ -67,7 +67,10 @@ describe('the conformance kit', () => {
 
   beforeAll(async () => {
     mongo = await connectMongo();
-    service = await startService({ label: 'conformance', env: { API_KEYS: `acme:${ACME_SECRET},globex:${GLOBEX_SECRET}` } });
+    service = await startService({
+      label: 'conformance',
+      env: { API_KEYS: `acme:${ACME_SECRET}:orders+admin,globex:${GLOBEX_SECRET}:orders+admin` },
+    });
     dbs = databasesOf(mongo, service);
   });
   afterAll(async () => {

@@ -112,4 +112,21 @@ describe('hosted CI workflow', () => {
     expect(read('.github/workflows/ci.yml')).toContain(CONTAINER_IMAGE);
     expect(parse(read('docker-compose.yml')).services.mongo1.image).toBe(CONTAINER_IMAGE);
   });
+
+  it('ships no test-only store in production dependencies, and CI scans those for advisories (security review 2, #18)', () => {
+    const pkg = JSON.parse(read('package.json'));
+    const lock = JSON.parse(read('package-lock.json'));
+    // The embedded store is for `npm start` in a checkout (dev dependencies installed); production refuses to run without MONGODB_URI.
+    expect(Object.keys(pkg.dependencies)).not.toContain('mongodb-memory-server-core');
+    expect(pkg.devDependencies['mongodb-memory-server-core']).toBeDefined();
+    expect(lock.packages['node_modules/mongodb-memory-server-core'].dev).toBe(true);
+    for (const dependency of ['follow-redirects', 'https-proxy-agent', 'tar-stream', 'yauzl']) {
+      expect(lock.packages[`node_modules/${dependency}`].dev).toBe(true);
+    }
+    // Only ever loaded on demand, so a production install without it still starts.
+    const embedded = read('src/database/embedded-mongo.ts');
+    expect(embedded).not.toMatch(/^import [^;]*'mongodb-memory-server-core'/m);
+    expect(read('.ci/run')).toMatch(/^node \.ci\/npm-audit\.mjs$/m);
+    expect(read('.ci/npm-audit.mjs')).toContain("'audit', '--omit=dev'");
+  });
 });

@@ -164,10 +164,10 @@ describeMode(mode, 'the Redis fast path', () => {
     const due = await t.db.collection('erasures').findOne({});
     expect(due!.cacheInvalidatedAt).toBeNull();
     // The sweep (on every instance, at the relay's interval) retries what the request could not finish.
-    expect(await t.app.get(ErasureCacheSweep).runOnce(0)).toBe(1);
+    expect(await t.app.get(ErasureCacheSweep).finishDue(0)).toBe(1);
     expect(await t.redis!.exists(entryKey('k-erase-crash'))).toBe(0);
     expect((await t.db.collection('erasures').findOne({}))!.cacheInvalidatedAt).toBeInstanceOf(Date);
-    expect(await t.app.get(ErasureCacheSweep).runOnce(0)).toBe(0);
+    expect(await t.app.get(ErasureCacheSweep).finishDue(0)).toBe(0);
   });
 
   it('a forged entry is a miss: status, Location, fingerprint and expiry are authenticated (security review 2, #1)', async () => {

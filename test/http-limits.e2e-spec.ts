@@ -5,6 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { connect } from 'node:net';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startApp } from './support/test-app.js';
 import {
   ACME_AUTH,
   httpRequest,
@@ -258,6 +261,79 @@ describe('HTTP limits of the real process', () => {
       expect(Math.max(...sizes)).toBeLessThan(4_096);
       // Before the fix one such body took ~650 ms of event loop and /health/live p50 rose to 1.6 s.
       expect(flooded).toBeLessThan(Math.max(250, normal * 10));
+    });
+  });
+
+  describe('a stalled body after a flood (security review 2, item 7)', () => {
+    const TIMEOUTS = { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '1500', HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
+    it('is cut with 408 after 8 keep-alive clients sent 4,000 requests with 15 kB keys', async () => {
+      const service = await startService({ dbName: scenarioDbName('http_flood_stall'), label: 'http-flood-stall', env: TIMEOUTS });
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+      const key = 'k'.repeat(15_000);
+      const body = JSON.stringify(orderBody());
+      const url = new URL(service.baseUrl);
+      let left = 4_000;
+      const statuses = new Map<number, number>();
+      const one = () =>
+        new Promise<void>((resolve, reject) => {
+          const headers = {
+            ...ACME_AUTH,
+            'Idempotency-Key': key,
+            'Content-Type': 'application/json',
+            'Content-Length': String(body.length),
+          };
+          const req = http.request({ host: url.hostname, port: url.port, path: '/v1/orders', method: 'POST', agent, headers }, (res) => {
+            statuses.set(res.statusCode!, (statuses.get(res.statusCode!) ?? 0) + 1);
+            res.resume().on('end', resolve);
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (left-- > 0) await one();
+        }),
+      );
+      // The flood's sockets stay open (idle keep-alive) while the stalled request arrives.
+      const { text, closedAfterMs } = await rawExchange(service.port, STALLED_BODY);
+      agent.destroy();
+      expect([...statuses.keys()]).toEqual([400]);
+      expect(parseRaw(text)).toMatchObject({ status: 408, problem: { code: 'request_timeout' } });
+      expect(closedAfterMs).toBeLessThan(5_000);
+    });
+
+    it('is cut with 408 even when Node never runs its own request-timeout check (the backstop)', async () => {
+      const t = await startApp({ dbName: 'http_limits_backstop_test', env: TIMEOUTS });
+      try {
+        await t.app.listen(0, '127.0.0.1');
+        const server = t.app.getHttpServer() as Server;
+        // What a parser lost from Node's connections list amounts to: the check never sees it.
+        const interval = Object.getOwnPropertySymbols(server).find(
+          (symbol) => symbol.description === 'http.server.connectionsCheckingInterval',
+        );
+        expect(interval).toBeDefined();
+        clearInterval((server as unknown as Record<symbol, NodeJS.Timeout>)[interval!]);
+        const { port } = server.address() as AddressInfo;
+        const [stalled, second] = await Promise.all([
+          rawExchange(port, STALLED_BODY),
+          rawExchange(port, STALLED_BODY.replace('k-stalled', 'k-other')),
+        ]);
+        for (const { text, closedAfterMs } of [stalled, second]) {
+          expect(parseRaw(text)).toMatchObject({
+            status: 408,
+            contentType: 'application/problem+json',
+            problem: { code: 'request_timeout' },
+          });
+          expect(closedAfterMs).toBeGreaterThanOrEqual(1_500);
+          expect(closedAfterMs).toBeLessThan(3_500);
+        }
+        // A body that completes is never cut, however long the handler then takes (here: none, 201 at once).
+        const created = await postText(`http://127.0.0.1:${port}`, 'k-complete', JSON.stringify(orderBody()));
+        expect(created.status).toBe(201);
+      } finally {
+        await t.close();
+      }
     });
   });
 });

@@ -2,8 +2,9 @@
 // request id, tenant, operation, hashed key, status and duration - and never
 // a raw Idempotency-Key, an API secret or a card token.
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { createHash } from 'node:crypto';
+import { logDigest, logDigestKey } from '../src/logging/log-digest.js';
 import {
+  ACME_AUTH,
   ACME_SECRET,
   httpRequest,
   killAllServices,
@@ -15,6 +16,12 @@ import {
   startService,
 } from './support/service-process.js';
 
+// The privacy digest key the services below run with: a subkey of it keys the digests of keys in their logs.
+const DIGEST_KEY = Buffer.alloc(32, 9);
+const LOG_ENV = { PRIVACY_DIGEST_KEY: DIGEST_KEY.toString('base64') };
+const keyDigest = (tenant: string, key: string) => logDigest(logDigestKey(DIGEST_KEY), tenant, key);
+const GLOBEX_SECRET = 'globex-secret-0123456789';
+
 describe('request logs', () => {
   afterAll(async () => killAllServices());
 
@@ -22,11 +29,11 @@ describe('request logs', () => {
     const service = await startService({
       dbName: scenarioDbName('logs-pretty'),
       label: 'logs-pretty',
-      env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' },
+      env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty', ...LOG_ENV },
     });
     const key = 'pretty-private-key-4242';
     expect((await postOrder(service.baseUrl, key)).status).toBe(201);
-    const keyHash = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    const keyHash = keyDigest('acme', key);
     const line = await pollUntil(
       async () =>
         service
@@ -43,14 +50,14 @@ describe('request logs', () => {
   });
 
   it('logs one structured line per request, with the key hashed and no secrets', async () => {
-    const service = await startService({ dbName: scenarioDbName('logs'), label: 'logs', env: { LOG_LEVEL: 'info' } });
+    const service = await startService({ dbName: scenarioDbName('logs'), label: 'logs', env: { LOG_LEVEL: 'info', ...LOG_ENV } });
     const key = 'very-private-key-4242';
     const created = await postOrder(service.baseUrl, key, orderBody({ paymentMethod: { token: 'tok_visa' } }));
     expect(created.status).toBe(201);
     const declined = await postOrder(service.baseUrl, 'another-private-key', orderBody({ paymentMethod: { token: 'tok_decline' } }));
     expect(declined.status).toBe(402);
 
-    const keyHash = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    const keyHash = keyDigest('acme', key);
     const line = await pollUntil(
       async () =>
         service
@@ -62,7 +69,7 @@ describe('request logs', () => {
       5_000,
       () => service.describe(),
     );
-    expect(line).toMatchObject({ tenant: 'acme', operation: 'orders.create', res: { statusCode: 201 } });
+    expect(line).toMatchObject({ tenant: 'acme', operation: 'orders.create', route: '/v1/orders', res: { statusCode: 201 } });
     expect(typeof (line.req as { id: unknown }).id).toBe('string');
     expect(typeof line.responseTime).toBe('number');
 
@@ -114,5 +121,90 @@ describe('request logs', () => {
     expect(lines.every((entry) => entry.level === 30)).toBe(true);
     // Logged + skipped = every refusal.
     expect(lines.length + lines.reduce((sum, entry) => sum + (entry.refusalsNotLogged ?? 0), 0)).toBe(refusals + 1);
+  });
+
+  it('keeps out of the log what an erasure removes: no customer id, raw key or query string; key digests keyed per tenant (security review 2, #5)', async () => {
+    const service = await startService({
+      dbName: scenarioDbName('logs_erasure'),
+      label: 'logs-erasure',
+      env: {
+        LOG_LEVEL: 'info',
+        ...LOG_ENV,
+        API_KEYS: `acme:${ACME_SECRET}:orders+admin+privacy,globex:${GLOBEX_SECRET}`,
+      },
+    });
+    const customer = 'cus_erase_me_4242';
+    const key = 'shared-raw-key-4242';
+    const admin = { ...ACME_AUTH };
+    expect((await postOrder(service.baseUrl, key, orderBody({ customerId: customer }))).status).toBe(201);
+    const globex = await httpRequest(service.baseUrl, {
+      method: 'POST',
+      path: '/v1/orders',
+      headers: { Authorization: `Bearer ${GLOBEX_SECRET}`, 'Idempotency-Key': key },
+      body: orderBody({ customerId: customer }),
+    });
+    expect(globex.status).toBe(201);
+    expect((await httpRequest(service.baseUrl, { method: 'GET', path: `/v1/idempotency-keys/${key}`, headers: admin })).status).toBe(200);
+    const release = await httpRequest(service.baseUrl, { method: 'POST', path: `/v1/idempotency-keys/${key}/release`, headers: admin });
+    expect(release.status).toBe(404);
+    for (const headers of [admin, {}]) {
+      const res = await httpRequest(service.baseUrl, { method: 'GET', path: '/v1/nope/raw-path-4242?api_key=SECRET4242', headers });
+      expect([401, 404]).toContain(res.status);
+    }
+    const erased = await httpRequest(service.baseUrl, {
+      method: 'DELETE',
+      path: `/v1/customers/${customer}/data`,
+      headers: { ...admin, 'X-Request-Id': 'client-trace-4242' },
+    });
+    expect(erased.status).toBe(200);
+    const requestId = erased.headers['x-request-id'];
+
+    const entries = await pollUntil(
+      async () => {
+        const parsed = service
+          .stdout()
+          .split('\n')
+          .filter((text) => text.startsWith('{'))
+          .map((text) => JSON.parse(text) as Record<string, any>);
+        const done = parsed.filter((entry) => entry.msg === 'request completed');
+        return done.some((entry) => entry.route === '/v1/customers/:customerId/data') && parsed;
+      },
+      5_000,
+      () => service.describe(),
+    );
+    const everything = service.stdout() + service.stderr();
+    for (const leaked of [customer, key, 'raw-path-4242', 'SECRET4242', 'api_key']) expect(everything).not.toContain(leaked);
+    const routes = entries.filter((entry) => entry.msg === 'request completed').map((entry) => entry.route);
+    expect(routes).toEqual(
+      expect.arrayContaining([
+        '/v1/orders',
+        '/v1/idempotency-keys/:key',
+        '/v1/idempotency-keys/:key/release',
+        '/v1/customers/:customerId/data',
+      ]),
+    );
+    expect(routes).toContain('unmatched');
+    // The same key of two tenants: two unrelated digests, neither the unkeyed hash of old.
+    const digests = entries.filter((entry) => entry.operation === 'orders.create').map((entry) => [entry.tenant, entry.idempotencyKeyHash]);
+    expect(digests).toEqual(
+      expect.arrayContaining([
+        ['acme', keyDigest('acme', key)],
+        ['globex', keyDigest('globex', key)],
+      ]),
+    );
+    expect(keyDigest('acme', key)).not.toBe(keyDigest('globex', key));
+    // The erasure is audited: which key, which request (security review 2, #9).
+    expect(entries).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ context: 'Audit', scope: 'privacy', allowed: true, tenant: 'acme', keyId: 'acme#1', requestId }),
+        // The caller's own id is logged beside ours, never instead of it.
+        expect.objectContaining({
+          msg: 'request completed',
+          req: expect.objectContaining({ id: requestId }),
+          clientRequestId: 'client-trace-4242',
+        }),
+        expect.objectContaining({ context: 'Audit', scope: 'admin', allowed: true, keyId: 'acme#1' }),
+      ]),
+    );
   });
 });

@@ -2,10 +2,11 @@
 // or keys that are not keys at all, must not grow the process's memory beyond
 // what its tenant limit allows; limits apply in order, tenant first.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { ThrottlerStorage, type ThrottlerStorageService } from '@nestjs/throttler';
+import { ThrottlerStorage } from '@nestjs/throttler';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { RATE_LIMIT_WINDOW_MS } from '../src/auth/rate-limit.js';
+import type { SlidingWindowCounterStorage } from '../src/auth/rate-limit.storage.js';
 import { auth, startApp, type TestApp } from './support/test-app.js';
 
 const PER_TENANT = 300;
@@ -22,14 +23,14 @@ function retainedHeap(): number {
 
 describe('rate limits: bounded memory', () => {
   let t: TestApp;
-  let storage: ThrottlerStorageService;
+  let storage: SlidingWindowCounterStorage;
 
   beforeAll(async () => {
     t = await startApp({
       dbName: 'test_rate_limits',
       env: { RATE_LIMIT_PER_TENANT_PER_MINUTE: String(PER_TENANT), RATE_LIMIT_PER_KEY_PER_MINUTE: String(PER_KEY) },
     });
-    storage = t.app.get(ThrottlerStorage) as ThrottlerStorageService;
+    storage = t.app.get(ThrottlerStorage);
   });
   afterAll(async () => t.close());
 
@@ -60,8 +61,8 @@ describe('rate limits: bounded memory', () => {
     const keyRecords = [...storage.storage.keys()].filter((key) => key.startsWith('key:globex:'));
     expect(keyRecords).toHaveLength(PER_TENANT);
     expect(Math.max(...keyRecords.map((key) => key.length))).toBeLessThan(64);
-    // Idle records go with their window: the sweep the storage runs every minute, run a window later.
-    (storage as unknown as { evictIdleRecords(now: number): void }).evictIdleRecords(Date.now() + 2 * RATE_LIMIT_WINDOW_MS);
+    // Idle records go with their windows: the sweep the storage runs every minute, run two windows later.
+    storage.evictIdleRecords(Date.now() + 2 * RATE_LIMIT_WINDOW_MS);
     expect(storage.storage.size).toBe(0);
   });
 });
@@ -76,8 +77,8 @@ describe('rate limits: which requests count', () => {
   });
   // Each test starts with empty windows: a count must not depend on what an earlier test sent.
   beforeEach(() => {
-    const storage = t.app.get(ThrottlerStorage) as ThrottlerStorageService;
-    (storage as unknown as { evictIdleRecords(now: number): void }).evictIdleRecords(Date.now() + 2 * RATE_LIMIT_WINDOW_MS);
+    const storage: SlidingWindowCounterStorage = t.app.get(ThrottlerStorage);
+    storage.evictIdleRecords(Date.now() + 2 * RATE_LIMIT_WINDOW_MS);
   });
   afterAll(async () => t.close());
 
@@ -114,5 +115,33 @@ describe('rate limits: which requests count', () => {
     const metrics = (await t.http().get('/metrics')).text;
     expect(metrics).toContain('rate_limited_requests_total{limit="key"} 2');
     expect(metrics).toContain('rate_limited_requests_total{limit="tenant"} 2');
+  });
+});
+
+// Security review finding #13: the package's default storage kept one expiry per hit and threw a
+// RangeError (a 500) from Math.min(...hits) above ~120k hits in a window; its cost grew with the limit.
+describe('rate limits: the highest configurable limit', () => {
+  const LIMIT = 1_000_000;
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'test_rate_limits_high',
+      env: { RATE_LIMIT_PER_TENANT_PER_MINUTE: String(LIMIT), RATE_LIMIT_PER_KEY_PER_MINUTE: '0' },
+    });
+  });
+  afterAll(async () => t.close());
+
+  it('answers 429 (not 500) at 1,000,000 per minute, with one record for the tenant', async () => {
+    const storage: SlidingWindowCounterStorage = t.app.get(ThrottlerStorage);
+    await t.http().get('/v1/orders').set(auth()).expect(200);
+    // The rest of the window's hits, straight into the storage the guard uses (over HTTP it would take minutes).
+    for (let i = 1; i < LIMIT - 1; i++) await storage.increment('tenant:acme', RATE_LIMIT_WINDOW_MS, LIMIT);
+    await t.http().get('/v1/orders').set(auth()).expect(200);
+    const limited = await t.http().get('/v1/orders').set(auth());
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ code: 'rate_limited', detail: 'Too many requests for this tenant; retry later.' });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    await t.http().get('/v1/orders').set(auth('globex')).expect(200);
+    expect(storage.storage.get('tenant:acme')).toMatchObject({ previous: 0, current: LIMIT });
   });
 });

@@ -1,19 +1,25 @@
-import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { securityConfig, type SecurityConfig } from '../config/config.tokens.js';
-import { ApiKeyRegistry, bearerSecret } from './api-key.registry.js';
-import { UnauthorizedError } from './auth.errors.js';
-import { IS_PUBLIC } from './public.decorator.js';
 import type { FastifyRequest } from 'fastify';
+import type { ApiKeyScope } from '../config/configuration.js';
+import { securityConfig, type SecurityConfig } from '../config/config.tokens.js';
+import { ApiKeyRegistry } from './api-key.registry.js';
+import { InsufficientScopeError, UnauthorizedError } from './auth.errors.js';
+import { IS_PUBLIC } from './public.decorator.js';
+import { REQUIRED_SCOPE } from './scopes.js';
 import { requestState } from './tenant.js';
 
 /**
  * Global guard: resolves the tenant before anything else runs, so an
- * unauthenticated caller never reaches the idempotency store (no oracle).
+ * unauthenticated caller never reaches the idempotency store (no oracle),
+ * then checks the key's scope (401 before 403: a stranger learns nothing
+ * about scopes). Calls that need more than `orders` (erasure, key admin) are
+ * written to the audit log with the key id and request id.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   private readonly registry: ApiKeyRegistry;
+  private readonly audit = new Logger('Audit');
 
   constructor(
     private readonly reflector: Reflector,
@@ -23,13 +29,29 @@ export class ApiKeyGuard implements CanActivate {
   }
 
   canActivate(context: ExecutionContext): boolean {
-    const isPublic = this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
-    if (isPublic) return true;
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const secret = bearerSecret(request.headers.authorization);
-    const tenant = secret === undefined ? undefined : this.registry.tenantFor(secret);
-    if (!tenant) throw new UnauthorizedError();
-    requestState(request).tenant = tenant;
+    const identity = this.registry.authenticate(request.headers.authorization);
+    if (!identity) throw new UnauthorizedError();
+    const state = requestState(request);
+    state.tenant = identity.tenant;
+    state.apiKeyId = identity.keyId;
+    const scope = this.reflector.getAllAndOverride<ApiKeyScope | undefined>(REQUIRED_SCOPE, targets) ?? 'orders';
+    const allowed = identity.scopes.includes(scope);
+    if (scope !== 'orders') {
+      this.audit.log({
+        msg: allowed ? 'privileged call' : 'privileged call refused',
+        scope,
+        allowed,
+        tenant: identity.tenant,
+        keyId: identity.keyId,
+        requestId: request.id,
+        method: request.method,
+        route: request.routeOptions.url,
+      });
+    }
+    if (!allowed) throw new InsufficientScopeError(scope);
     return true;
   }
 }

@@ -1,7 +1,14 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyEntry } from '../config/configuration.js';
+import type { ApiKeyEntry, ApiKeyScope } from '../config/configuration.js';
 
 const digest = (secret: string): Buffer => createHash('sha256').update(secret, 'utf8').digest();
+
+/** Who is calling: the tenant, which of its keys (for audit lines), and what that key may do. */
+export interface ApiKeyIdentity {
+  tenant: string;
+  keyId: string;
+  scopes: readonly ApiKeyScope[];
+}
 
 /**
  * Tenant secrets, kept only as SHA-256 digests. Lookup compares the digest
@@ -9,19 +16,29 @@ const digest = (secret: string): Buffer => createHash('sha256').update(secret, '
  * timing nor an early exit tells a caller how close a guess was.
  */
 export class ApiKeyRegistry {
-  private readonly entries: { tenant: string; digest: Buffer }[];
+  private readonly entries: (ApiKeyIdentity & { digest: Buffer })[];
 
   constructor(keys: ApiKeyEntry[]) {
-    this.entries = keys.map((key) => ({ tenant: key.tenant, digest: digest(key.secret) }));
+    this.entries = keys.map((key) => ({ tenant: key.tenant, keyId: key.id, scopes: key.scopes, digest: digest(key.secret) }));
+  }
+
+  identify(secret: string): ApiKeyIdentity | undefined {
+    const presented = digest(secret);
+    let found: ApiKeyIdentity | undefined;
+    for (const entry of this.entries) {
+      if (timingSafeEqual(entry.digest, presented) && found === undefined) found = entry;
+    }
+    return found && { tenant: found.tenant, keyId: found.keyId, scopes: found.scopes };
   }
 
   tenantFor(secret: string): string | undefined {
-    const presented = digest(secret);
-    let tenant: string | undefined;
-    for (const entry of this.entries) {
-      if (timingSafeEqual(entry.digest, presented) && tenant === undefined) tenant = entry.tenant;
-    }
-    return tenant;
+    return this.identify(secret)?.tenant;
+  }
+
+  /** The identity behind an Authorization header, if it is a well-formed Bearer of a known secret. */
+  authenticate(header: string | undefined): ApiKeyIdentity | undefined {
+    const secret = bearerSecret(header);
+    return secret === undefined ? undefined : this.identify(secret);
   }
 }
 

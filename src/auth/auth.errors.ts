@@ -7,3 +7,11 @@ export class UnauthorizedError extends DomainError {
     super('Send a valid API key as "Authorization: Bearer <key>".');
   }
 }
+
+export class InsufficientScopeError extends DomainError {
+  readonly code = 'insufficient_scope';
+
+  constructor(scope: string) {
+    super(`This API key lacks the "${scope}" scope.`);
+  }
+}

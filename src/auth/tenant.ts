@@ -5,6 +5,8 @@ import type { IncomingMessage } from 'node:http';
 /** Request state lives on the raw Node request, where the request logger sees it too. */
 export interface RequestState {
   tenant?: string;
+  /** Which of the tenant's API keys (`acme#2`), never the secret. */
+  apiKeyId?: string;
 }
 
 export function requestState(request: FastifyRequest): RequestState {

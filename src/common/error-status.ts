@@ -4,6 +4,7 @@
  */
 export const ERROR_STATUS: Record<string, number> = {
   unauthorized: 401,
+  insufficient_scope: 403,
   validation_failed: 400,
   malformed_json: 400,
   json_too_deep: 400,

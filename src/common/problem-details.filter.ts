@@ -17,6 +17,11 @@ const FASTIFY_ERRORS: Record<string, [number, string, string]> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'invalid_content_length', 'Content-Length does not match the body.'],
 };
 
+const FIXED_DETAILS: Record<number, string> = {
+  404: 'No route matches this method and path.',
+  405: 'This method is not allowed on this path.',
+};
+
 /**
  * Turns anything thrown into RFC 9457 problem+json. Never leaks a stack, a
  * driver message or a secret: unknown errors become a bare 500 and are logged.
@@ -43,8 +48,13 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
   }
   const { code, codeName } = (error ?? {}) as { code?: unknown; codeName?: unknown };
   const driverCode = code === undefined ? '' : ` [code ${JSON.stringify(code)}${codeName ? ` ${JSON.stringify(codeName)}` : ''}]`;
-  logger.error(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`);
+  logger.error(redactDriverValues(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}${driverCode}`));
   return { problem: problem(500, 'internal_error', 'An unexpected error occurred.'), headers: {} };
+}
+
+/** An unmapped E11000 names the duplicate value (`dup key: { _id: "acme:...:key:<raw key>" }`): logs keep the shape only. */
+export function redactDriverValues(text: string): string {
+  return text.replace(/dup key: \{[^}]*\}/g, 'dup key: { <redacted> }');
 }
 
 function fromHttpException(error: HttpException): ProblemResponse {
@@ -62,7 +72,9 @@ function fromHttpException(error: HttpException): ProblemResponse {
     (typeof body === 'object' && body.code) ||
     { 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large', 415: 'unsupported_media_type' }[status] ||
     `http_${status}`;
-  const detail = typeof body === 'string' ? body : typeof body.message === 'string' ? body.message : error.message;
+  // Nest's router says "Cannot GET /the/url?and=query": never echoed (a client may put a secret in either).
+  const fixed = FIXED_DETAILS[status];
+  const detail = fixed ?? (typeof body === 'string' ? body : typeof body.message === 'string' ? body.message : error.message);
   return { problem: problem(status, code, detail), headers: {} };
 }
 

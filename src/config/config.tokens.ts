@@ -16,6 +16,7 @@ export const reaperConfig = registerAs('reaper', () => loadConfiguration(process
 export const outboxConfig = registerAs('outbox', () => loadConfiguration(process.env).outbox);
 export const paymentsConfig = registerAs('payments', () => loadConfiguration(process.env).payments);
 export const redisConfig = registerAs('redis', () => loadConfiguration(process.env).redis);
+export const metricsConfig = registerAs('metrics', () => loadConfiguration(process.env).metrics);
 
 export const allConfig = [
   appConfig,
@@ -27,6 +28,7 @@ export const allConfig = [
   outboxConfig,
   paymentsConfig,
   redisConfig,
+  metricsConfig,
 ];
 
 export type AppConfig = ConfigType<typeof appConfig>;
@@ -38,3 +40,4 @@ export type ReaperConfig = ConfigType<typeof reaperConfig>;
 export type OutboxConfig = ConfigType<typeof outboxConfig>;
 export type PaymentsConfig = ConfigType<typeof paymentsConfig>;
 export type RedisConfig = ConfigType<typeof redisConfig>;
+export type MetricsConfig = ConfigType<typeof metricsConfig>;

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { plainToInstance } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
@@ -16,8 +18,32 @@ class EnvironmentVariables {
   @Max(65535)
   PORT: number = 3000;
 
+  // Unset: every interface (0.0.0.0), or loopback only while the dev tenant is active.
+  @IsOptional()
   @IsString()
-  HOST: string = '0.0.0.0';
+  HOST?: string;
+
+  // /metrics on a listener of its own (never the API port). Default: 9464 wherever there is a real store.
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  METRICS_PORT?: number;
+
+  // Address of the metrics listener; default HOST's.
+  @IsOptional()
+  @IsString()
+  METRICS_HOST?: string;
+
+  // Bearer token for /metrics (on the API port when METRICS_PORT is unset, else on the metrics listener).
+  @IsOptional()
+  @IsString()
+  METRICS_TOKEN?: string;
+
+  // Swagger UI and the spec at /docs; default on, off in production.
+  @IsOptional()
+  @IsBoolean()
+  DOCS_ENABLED?: boolean;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL: string = 'info';
@@ -49,6 +75,10 @@ class EnvironmentVariables {
   @Min(2)
   @Max(64)
   HTTP_JSON_MAX_DEPTH: number = 8;
+
+  // Which peers may set X-Forwarded-*: false (none), the balancers' addresses/CIDRs, or true (anyone: only behind a balancer that overwrites them).
+  @IsString()
+  TRUST_PROXY: string = 'false';
 
   @IsInt()
   @Min(10)
@@ -289,7 +319,24 @@ export interface AppSettings {
   faultInjection: boolean;
   faultCrashAt?: FaultPoint;
   benchDisableIdempotency: boolean;
+  /** Swagger UI and the OpenAPI document at /docs. */
+  docsEnabled: boolean;
 }
+
+/**
+ * Where /metrics is served: `api` on the API port (public only with the
+ * embedded store or in tests, else behind `token`), or `port` on a listener
+ * of its own (the default wherever there is a real store).
+ */
+export interface MetricsSettings {
+  listener: 'api' | 'port';
+  port?: number;
+  host: string;
+  token?: string;
+}
+
+/** The scrape port Prometheus exporters conventionally use for the metrics listener. */
+export const DEFAULT_METRICS_PORT = 9464;
 
 /** What one client may cost the HTTP layer before it is cut off or refused. */
 export interface HttpSettings {
@@ -303,6 +350,8 @@ export interface HttpSettings {
   /** JSON bodies: nesting depth and number of values, checked before parsing and validation. */
   jsonMaxDepth: number;
   jsonMaxValues: number;
+  /** Fastify's trustProxy: whose X-Forwarded-For/-Proto/-Host are believed (request.ip, protocol, host). */
+  trustProxy: boolean | string;
 }
 
 export interface MongoSettings {
@@ -327,9 +376,16 @@ export interface SecuritySettings {
   rateLimitPerTenantPerMinute: number;
 }
 
+/** What an API key may do: create and read orders, administer idempotency keys, erase customers. */
+export const API_KEY_SCOPES = ['orders', 'admin', 'privacy'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
 export interface ApiKeyEntry {
   tenant: string;
   secret: string;
+  /** Logged in audit lines instead of the secret: `<tenant>#<n>`, the tenant's n-th key in API_KEYS. */
+  id: string;
+  scopes: ApiKeyScope[];
 }
 
 export interface IdempotencySettings {
@@ -359,6 +415,8 @@ export interface IdempotencySettings {
 export interface CipherKey {
   id: string;
   key: Buffer;
+  /** Other ids this key opens: "k1" (every bare key's id before ids were derived) or its derived id. */
+  aliases?: string[];
 }
 
 export interface ReaperSettings {
@@ -403,15 +461,44 @@ export interface Configuration {
   outbox: OutboxSettings;
   payments: PaymentsSettings;
   redis: RedisSettings;
+  metrics: MetricsSettings;
 }
 
-/** Documented in README and .env.example; never valid in production. */
+/** Documented in README and .env.example; only with the embedded store or NODE_ENV=test, refused with a real store even if set. */
 export const DEV_TENANT = 'dev';
 export const DEV_API_SECRET = 'dev-secret-change-me';
 const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 'dev-only-idempotency-key');
 const DEV_DIGEST_KEY = Buffer.alloc(32, 'dev-only-privacy-digest-key');
 
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/**
+ * A refused value as the error may show it: never a secret or key (their
+ * length only), never the credentials of a URI (user and password).
+ */
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined) return 'nothing';
+  if (/KEY|SECRET|TOKEN|PASSWORD/.test(name)) return `${value.length} characters, not shown`;
+  if (/_(URI|URL)$/.test(name) && value.includes('@')) {
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(value)?.[0] ?? '';
+    return JSON.stringify(`${scheme}***${value.slice(value.lastIndexOf('@'))}`);
+  }
+  return JSON.stringify(value);
+}
+
 const BOOLEAN_STRINGS: Record<string, boolean> = { true: true, false: false, '1': true, '0': false };
+
+/**
+ * The URI of the embedded store main.ts started because MONGODB_URI was
+ * unset. Kept here, not put into the environment: with MONGODB_URI set the
+ * dev defaults would be refused, and an environment variable saying "this
+ * URI is embedded" could be set by anyone for a real database.
+ */
+let embeddedStoreUri: string | undefined;
+
+export function useEmbeddedStore(uri: string): void {
+  embeddedStoreUri = uri;
+}
 
 /** Reads and validates the environment; throws ConfigurationError naming every bad variable. */
 export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
@@ -425,30 +512,43 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       excludeExtraneousValues: false,
     },
   );
+  const invalid = new Set<string>();
   for (const error of validateSync(env, { skipMissingProperties: false })) {
+    invalid.add(error.property);
     const constraints = Object.values(error.constraints ?? {}).join('; ');
-    problems.push(`${error.property}: ${constraints} (got ${JSON.stringify(raw[error.property])})`);
+    problems.push(`${error.property}: ${constraints} (got ${shown(error.property, raw[error.property])})`);
   }
   const production = env.NODE_ENV === 'production';
+  // The dev tenant, the dev cipher key and the test switches are for the embedded store (a laptop) or tests,
+  // never for a real database: NODE_ENV defaults to development, so it cannot be what guards them.
+  const devAllowed = !production && (!env.MONGODB_URI || invalid.has('MONGODB_URI') || env.NODE_ENV === 'test');
+  const realStore = production ? 'NODE_ENV=production' : 'MONGODB_URI is set (outside NODE_ENV=test)';
   if (production && !env.MONGODB_URI) problems.push('MONGODB_URI: required when NODE_ENV=production');
-  if (production && env.FAULT_INJECTION) problems.push('FAULT_INJECTION: refused when NODE_ENV=production');
-  if (production && env.BENCH_DISABLE_IDEMPOTENCY) problems.push('BENCH_DISABLE_IDEMPOTENCY: refused when NODE_ENV=production');
+  if (!devAllowed && env.FAULT_INJECTION) problems.push(`FAULT_INJECTION: refused when ${realStore}`);
+  if (!devAllowed && env.BENCH_DISABLE_IDEMPOTENCY) problems.push(`BENCH_DISABLE_IDEMPOTENCY: refused when ${realStore}`);
   if (env.FAULT_CRASH_AT && !env.FAULT_INJECTION) problems.push('FAULT_CRASH_AT: needs FAULT_INJECTION=true');
   checkRelations(env, problems);
 
-  const apiKeys = parseApiKeys(env.API_KEYS, production, problems);
-  const cipherKeys = parseCipherKeys(env, production, problems);
-  const digestKey = parseDigestKey(env.PRIVACY_DIGEST_KEY, production, problems);
+  const apiKeys = parseApiKeys(env.API_KEYS, devAllowed ? undefined : realStore, problems);
+  const cipherKeys = parseCipherKeys(env, devAllowed ? undefined : realStore, problems);
+  const digestKey = parseDigestKey(env.PRIVACY_DIGEST_KEY, devAllowed ? undefined : realStore, problems);
   if (production && env.REDIS_URL && !redisHasAuth(env.REDIS_URL)) {
     problems.push('REDIS_URL: needs a password (redis://user:password@host) when NODE_ENV=production: Redis must be private');
   }
+  const host = env.HOST ?? (apiKeys.dev ? '127.0.0.1' : '0.0.0.0');
+  if (apiKeys.dev && !LOOPBACK.has(host)) {
+    problems.push(
+      'HOST: the dev tenant (API_KEYS unset) listens on loopback only (127.0.0.1, ::1, localhost); set API_KEYS to listen on HOST',
+    );
+  }
+  const metrics = metricsSettings(env, devAllowed, host, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
 
   return {
     app: {
       env: env.NODE_ENV as AppSettings['env'],
       port: env.PORT,
-      host: env.HOST,
+      host,
       logLevel: env.LOG_LEVEL,
       logFormat: logFormat(env.LOG_FORMAT, production, process.stdout.isTTY === true),
       logRefusedPerSecond: env.LOG_REFUSED_REQUESTS_PER_SECOND,
@@ -457,6 +557,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       faultInjection: env.FAULT_INJECTION,
       faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
       benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
+      docsEnabled: env.DOCS_ENABLED ?? !production,
     },
     http: {
       bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
@@ -465,9 +566,10 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       jsonMaxDepth: env.HTTP_JSON_MAX_DEPTH,
       jsonMaxValues: env.HTTP_JSON_MAX_VALUES,
+      trustProxy: trustProxy(env.TRUST_PROXY),
     },
     mongo: {
-      uri: env.MONGODB_URI,
+      uri: env.MONGODB_URI ?? embeddedStoreUri,
       dbName: env.MONGODB_DB_NAME,
       serverSelectionTimeoutMs: env.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
       connectTimeoutMs: env.MONGODB_CONNECT_TIMEOUT_MS,
@@ -515,11 +617,43 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       breakerVolumeThreshold: env.REDIS_BREAKER_VOLUME_THRESHOLD,
       breakerResetMs: env.REDIS_BREAKER_RESET_MS,
     },
+    metrics,
   };
+}
+
+/** Metrics are public on the API port only where dev defaults are (a laptop, a test); elsewhere a port of their own or a token. */
+function metricsSettings(env: EnvironmentVariables, devAllowed: boolean, host: string, problems: string[]): MetricsSettings {
+  if (env.METRICS_TOKEN !== undefined && env.METRICS_TOKEN.length < 32) {
+    problems.push(`METRICS_TOKEN: must be at least 32 characters (got ${shown('METRICS_TOKEN', env.METRICS_TOKEN)})`);
+  }
+  const separate = env.METRICS_PORT !== undefined || (!devAllowed && env.METRICS_TOKEN === undefined);
+  if (separate && env.METRICS_PORT === env.PORT) problems.push('METRICS_PORT: must differ from PORT');
+  return separate
+    ? { listener: 'port', port: env.METRICS_PORT ?? DEFAULT_METRICS_PORT, host: env.METRICS_HOST ?? host, token: env.METRICS_TOKEN }
+    : { listener: 'api', host, token: env.METRICS_TOKEN };
+}
+
+function trustProxy(value: string): boolean | string {
+  return value === 'false' || value === 'true' ? value === 'true' : value;
 }
 
 /** Limits that only make sense together. */
 function checkRelations(env: EnvironmentVariables, problems: string[]): void {
+  const proxies = env.TRUST_PROXY === 'false' || env.TRUST_PROXY === 'true' ? [] : env.TRUST_PROXY.split(',');
+  const isAddressOrCidr = (entry: string) => {
+    const [address, prefix, extra] = entry.trim().split('/');
+    const family = isIP(address);
+    return (
+      family > 0 &&
+      extra === undefined &&
+      (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)))
+    );
+  };
+  if (proxies.some((entry) => !isAddressOrCidr(entry))) {
+    problems.push(
+      `TRUST_PROXY: must be false, true, or comma-separated addresses/CIDRs of the balancers (got ${shown('TRUST_PROXY', env.TRUST_PROXY)})`,
+    );
+  }
   if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
@@ -538,7 +672,7 @@ function stripEmpty(raw: NodeJS.ProcessEnv): Record<string, string> {
 /** Implicit conversion would read "false" as true (a non-empty string), so booleans are parsed here. */
 function coerceBooleans(raw: NodeJS.ProcessEnv, problems: string[]): Record<string, boolean> {
   const out: Record<string, boolean> = {};
-  for (const name of ['REAPER_ENABLED', 'FAULT_INJECTION', 'BENCH_DISABLE_IDEMPOTENCY']) {
+  for (const name of ['REAPER_ENABLED', 'FAULT_INJECTION', 'BENCH_DISABLE_IDEMPOTENCY', 'DOCS_ENABLED']) {
     const value = raw[name];
     if (value === undefined || value === '') continue;
     const parsed = BOOLEAN_STRINGS[value.toLowerCase()];
@@ -548,10 +682,16 @@ function coerceBooleans(raw: NodeJS.ProcessEnv, problems: string[]): Record<stri
   return out;
 }
 
-function parseApiKeys(value: string | undefined, production: boolean, problems: string[]) {
+/**
+ * `tenant:secret` (scope `orders`) or `tenant:secret:scope+scope`: with two or
+ * more colons, the part after the last one is the scope list, so a secret that
+ * contains a colon must name its scopes. `realStore`: why the dev defaults are
+ * refused here (undefined: they are allowed).
+ */
+function parseApiKeys(value: string | undefined, realStore: string | undefined, problems: string[]) {
   if (!value) {
-    if (production) problems.push('API_KEYS: required when NODE_ENV=production');
-    return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET }], dev: true };
+    if (realStore) problems.push(`API_KEYS: required when ${realStore}`);
+    return { entries: [{ tenant: DEV_TENANT, secret: DEV_API_SECRET, id: `${DEV_TENANT}#1`, scopes: [...API_KEY_SCOPES] }], dev: true };
   }
   const entries: ApiKeyEntry[] = [];
   for (const pair of value
@@ -560,13 +700,27 @@ function parseApiKeys(value: string | undefined, production: boolean, problems: 
     .filter(Boolean)) {
     const separator = pair.indexOf(':');
     const tenant = pair.slice(0, separator);
-    const secret = pair.slice(separator + 1);
+    const rest = pair.slice(separator + 1);
+    const scopeSeparator = rest.lastIndexOf(':');
+    const secret = scopeSeparator >= 0 ? rest.slice(0, scopeSeparator) : rest;
+    const scopes = scopeSeparator >= 0 ? rest.slice(scopeSeparator + 1).split('+') : ['orders'];
     if (separator < 1 || !/^[A-Za-z0-9_-]{1,64}$/.test(tenant)) {
-      problems.push('API_KEYS: each entry must be tenant:secret with a tenant of 1-64 letters, digits, _ or -');
+      problems.push('API_KEYS: each entry must be tenant:secret[:scopes] with a tenant of 1-64 letters, digits, _ or -');
     } else if (secret.length < 16) {
       problems.push(`API_KEYS: the secret of tenant "${tenant}" must be at least 16 characters`);
+    } else if (!scopes.every((scope) => (API_KEY_SCOPES as readonly string[]).includes(scope))) {
+      problems.push(
+        `API_KEYS: a key of tenant "${tenant}" names an unknown scope; scopes are ${API_KEY_SCOPES.join(', ')}, joined by + (tenant:secret:orders+admin)`,
+      );
+    } else if (realStore && secret === DEV_API_SECRET) {
+      problems.push(`API_KEYS: the published dev secret is refused when ${realStore} (tenant "${tenant}")`);
+    } else if (entries.some((entry) => entry.secret === secret)) {
+      // The registry would take the first match: the second tenant's clients would act as the first tenant.
+      const first = entries.find((entry) => entry.secret === secret)!.tenant;
+      problems.push(`API_KEYS: tenants "${first}" and "${tenant}" have the same secret; every secret must be unique`);
     } else {
-      entries.push({ tenant, secret });
+      const n = entries.filter((entry) => entry.tenant === tenant).length + 1;
+      entries.push({ tenant, secret, id: `${tenant}#${n}`, scopes: [...new Set(scopes)] as ApiKeyScope[] });
     }
   }
   if (entries.length === 0 && problems.length === 0) problems.push('API_KEYS: no tenant:secret pair found');
@@ -574,55 +728,82 @@ function parseApiKeys(value: string | undefined, production: boolean, problems: 
 }
 
 /**
- * IDEMPOTENCY_ENCRYPTION_KEY is `base64` (key id "k1") or `id:base64`;
- * IDEMPOTENCY_DECRYPTION_KEYS lists retired keys (`id:base64,...`) that may
- * still decrypt records written before a rotation.
+ * IDEMPOTENCY_ENCRYPTION_KEY is `id:base64` or a bare `base64`;
+ * IDEMPOTENCY_DECRYPTION_KEYS lists retired keys (`id:base64` or `base64`,
+ * comma separated) that may still decrypt records written before a rotation.
+ * A bare key's id is derived from its bytes (`keyId`), so two different keys
+ * never share an id; ids must be unique. A bare key also opens bodies sealed
+ * under "k1" (the id earlier releases gave every bare key), and a named key
+ * bodies sealed under its derived id (it was bare before it was retired).
  */
 function parseCipherKeys(
   env: EnvironmentVariables,
-  production: boolean,
+  realStore: string | undefined,
   problems: string[],
 ): { current: CipherKey; all: CipherKey[]; dev: boolean } {
   const dev = { current: { id: 'dev', key: DEV_ENCRYPTION_KEY }, all: [{ id: 'dev', key: DEV_ENCRYPTION_KEY }], dev: true };
   if (!env.IDEMPOTENCY_ENCRYPTION_KEY) {
-    if (production) problems.push('IDEMPOTENCY_ENCRYPTION_KEY: required when NODE_ENV=production');
+    if (realStore) problems.push(`IDEMPOTENCY_ENCRYPTION_KEY: required when ${realStore}`);
     return dev;
   }
-  const current = parseCipherKey('IDEMPOTENCY_ENCRYPTION_KEY', env.IDEMPOTENCY_ENCRYPTION_KEY, 'k1', problems);
+  const current = parseCipherKey('IDEMPOTENCY_ENCRYPTION_KEY', env.IDEMPOTENCY_ENCRYPTION_KEY, problems);
   const retired = (env.IDEMPOTENCY_DECRYPTION_KEYS ?? '')
     .split(',')
     .map((part) => part.trim())
     .filter(Boolean)
-    .map((part) => parseCipherKey('IDEMPOTENCY_DECRYPTION_KEYS', part, undefined, problems));
+    .map((part) => parseCipherKey('IDEMPOTENCY_DECRYPTION_KEYS', part, problems));
   if (!current || retired.some((key) => !key)) return dev;
-  return { current, all: [current, ...(retired as CipherKey[])], dev: false };
+  const all = [current, ...(retired as CipherKey[])];
+  if (realStore && all.some((key) => key.key.equals(DEV_ENCRYPTION_KEY))) {
+    problems.push(`IDEMPOTENCY_ENCRYPTION_KEY/IDEMPOTENCY_DECRYPTION_KEYS: the published dev key is refused when ${realStore}`);
+    return dev;
+  }
+  const ids = all.map((key) => key.id);
+  const repeated = [...new Set(ids.filter((id, index) => ids.indexOf(id) !== index))];
+  if (repeated.length > 0) {
+    problems.push(
+      `IDEMPOTENCY_ENCRYPTION_KEY/IDEMPOTENCY_DECRYPTION_KEYS: key ids must be unique (repeated: ${repeated.join(', ')}); give a new key a new id, or leave the id out and it is derived from the key`,
+    );
+    return dev;
+  }
+  return { current, all, dev: false };
 }
 
-function parseCipherKey(name: string, value: string, defaultId: string | undefined, problems: string[]) {
+/** The id of a key given without one: a digest of the key (public, 48 bits: names the key, reveals nothing of it). */
+export function keyId(key: Buffer): string {
+  return `h${createHash('sha256').update('idempotency-cipher-key-id\n').update(key).digest('hex').slice(0, 12)}`;
+}
+
+function parseCipherKey(name: string, value: string, problems: string[]): CipherKey | undefined {
   const separator = value.indexOf(':');
-  const id = separator > 0 ? value.slice(0, separator) : defaultId;
+  const explicitId = separator > 0 ? value.slice(0, separator) : undefined;
   const encoded = separator > 0 ? value.slice(separator + 1) : value;
   const key = Buffer.from(encoded, 'base64');
-  if (!id || !/^[A-Za-z0-9_-]{1,32}$/.test(id)) {
-    problems.push(`${name}: each key needs an id (id:base64), 1-32 letters, digits, _ or -`);
+  if (explicitId !== undefined && !/^[A-Za-z0-9_-]{1,32}$/.test(explicitId)) {
+    problems.push(`${name}: a key id (id:base64) must be 1-32 letters, digits, _ or -`);
     return undefined;
   }
   if (key.length !== 32 || key.toString('base64') !== encoded) {
-    problems.push(`${name}: key "${id}" must be 32 bytes in base64 (openssl rand -base64 32)`);
+    problems.push(`${name}: ${explicitId ? `key "${explicitId}"` : 'each key'} must be 32 bytes in base64 (openssl rand -base64 32)`);
     return undefined;
   }
-  return { id, key };
+  // Either way the key also opens what it sealed under its other possible name, however a rotation lists it.
+  return explicitId ? { id: explicitId, key, aliases: [keyId(key)] } : { id: keyId(key), key, aliases: ['k1'] };
 }
 
 /** PRIVACY_DIGEST_KEY: 32 bytes or more in base64; the dev key only where the dev cipher key is allowed too. */
-function parseDigestKey(value: string | undefined, production: boolean, problems: string[]): { key: Buffer; dev: boolean } {
+function parseDigestKey(value: string | undefined, realStore: string | undefined, problems: string[]): { key: Buffer; dev: boolean } {
   if (!value) {
-    if (production) problems.push('PRIVACY_DIGEST_KEY: required when NODE_ENV=production');
+    if (realStore) problems.push(`PRIVACY_DIGEST_KEY: required when ${realStore}`);
     return { key: DEV_DIGEST_KEY, dev: true };
   }
   const key = Buffer.from(value, 'base64');
   if (key.length < 32 || key.toString('base64') !== value) {
     problems.push('PRIVACY_DIGEST_KEY: must be at least 32 bytes in base64 (openssl rand -base64 32)');
+    return { key: DEV_DIGEST_KEY, dev: true };
+  }
+  if (realStore && key.equals(DEV_DIGEST_KEY)) {
+    problems.push(`PRIVACY_DIGEST_KEY: the published dev key is refused when ${realStore}`);
     return { key: DEV_DIGEST_KEY, dev: true };
   }
   return { key, dev: false };

@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, VERSION_NEUTRAL } from '@nestjs/common';
+import { Controller, Get, Inject, Logger, VERSION_NEUTRAL } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
@@ -20,6 +20,9 @@ const HEALTH_CHECK = { noCache: true, swaggerDocumentation: false };
 @Public()
 @Controller({ path: 'health', version: VERSION_NEUTRAL })
 export class HealthController {
+  private readonly logger = new Logger('Health');
+  private ping?: ReturnType<HealthController['mongoPrimary']>;
+
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicator: HealthIndicatorService,
@@ -36,13 +39,25 @@ export class HealthController {
     return this.health.check([() => this.indicator.check('process').up({ uptimeSeconds: Math.round(process.uptime()) })]);
   }
 
-  /** Ready for traffic: MongoDB reachable with a writable primary, and every index built. */
+  /**
+   * Ready for traffic: MongoDB reachable with a writable primary, and every
+   * index built. Public, so it says up or down per check and nothing else (no
+   * replica set name, no reason: those go to the log). Concurrent probes share
+   * one ping, so a flood of them costs the store one `hello` at a time.
+   */
   @Get('ready')
   @HealthCheck(HEALTH_CHECK)
   @ApiOkResponse({ type: ReadinessResponse, description: 'Ready for traffic' })
   @ApiProblemResponse(503, '`not_ready`: `details` says which check is down')
   ready() {
-    return this.health.check([() => this.mongoPrimary(), () => this.indexes()]);
+    return this.health.check([() => this.sharedPing(), () => this.indexes()]);
+  }
+
+  private sharedPing() {
+    this.ping ??= this.mongoPrimary().finally(() => {
+      this.ping = undefined;
+    });
+    return this.ping;
   }
 
   /**
@@ -56,13 +71,17 @@ export class HealthController {
     const timedOut = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.mongo.pingTimeoutMs);
     });
+    const down = (reason: string) => {
+      this.logger.warn(`Not ready: MongoDB ${reason}`);
+      return check.down();
+    };
     try {
       const hello = await Promise.race([this.connection.db!.admin().command({ hello: 1 }), timedOut]);
-      if (hello === 'timeout') return check.down({ message: `no answer within ${this.mongo.pingTimeoutMs} ms` });
-      if (!hello.isWritablePrimary) return check.down({ message: 'no writable primary' });
-      return check.up({ replicaSet: hello.setName });
+      if (hello === 'timeout') return down(`gave no answer within ${this.mongo.pingTimeoutMs} ms`);
+      if (!hello.isWritablePrimary) return down('has no writable primary');
+      return check.up();
     } catch {
-      return check.down({ message: 'unreachable' });
+      return down('is unreachable');
     } finally {
       clearTimeout(timer);
     }
@@ -70,6 +89,6 @@ export class HealthController {
 
   private indexes() {
     const check = this.indicator.check('indexes');
-    return this.bootstrap.indexesReady ? check.up() : check.down({ message: 'not built yet' });
+    return this.bootstrap.indexesReady ? check.up() : check.down();
   }
 }

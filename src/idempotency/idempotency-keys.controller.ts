@@ -1,5 +1,6 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../auth/scopes.js';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
 import { IdempotencyKeyResponse, ReleaseKeyResponse } from './dto/idempotency-key.response.js';
@@ -12,6 +13,7 @@ import { parseIdempotencyKey } from './idempotency-key.js';
 @ApiProblemResponse(401, '`unauthorized`: missing or unknown API key')
 @ApiProblemResponse(429, '`rate_limited`: too many requests for your tenant; see Retry-After', RETRY_AFTER_HEADER)
 @ApiProblemResponse(503, '`store_unavailable`: retry after Retry-After', RETRY_AFTER_HEADER)
+@RequireScope('admin')
 @Controller({ path: 'idempotency-keys', version: '1' })
 export class IdempotencyKeysController {
   constructor(private readonly admin: IdempotencyAdminService) {}

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { idempotencyConfig, reaperConfig, type IdempotencyConfig, type ReaperConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { IdempotencyAttempts } from './idempotency-attempts.js';
@@ -43,38 +44,35 @@ const INTERVAL_NAME = 'idempotency-reaper';
 export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(IdempotencyReaper.name);
   private readonly reconcilers = new Map<string, Reconciler>();
-  private running: Promise<ReaperRun> | null = null;
+  private readonly task: PeriodicTask<ReaperRun>;
 
   constructor(
     private readonly records: IdempotencyRecordRepository,
     private readonly attempts: IdempotencyAttempts,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     @Inject(reaperConfig.KEY) private readonly config: ReaperConfig,
     @Inject(idempotencyConfig.KEY) private readonly idempotency: IdempotencyConfig,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(scheduler, INTERVAL_NAME, () => this.sweep());
+  }
 
   register(operation: string, reconciler: Reconciler): void {
     this.reconcilers.set(operation, reconciler);
   }
 
   onApplicationBootstrap(): void {
-    if (!this.config.enabled) return;
-    const timer = setInterval(() => void this.runOnce(), this.config.intervalMs);
-    timer.unref();
-    this.scheduler.addInterval(INTERVAL_NAME, timer);
+    if (this.config.enabled) this.task.start(this.config.intervalMs);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
-    await this.running;
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One pass. Never two at once in one process; other instances are kept out by the lease CAS. */
   runOnce(): Promise<ReaperRun> {
-    this.running ??= this.sweep().finally(() => (this.running = null));
-    return this.running;
+    return this.task.runOnce();
   }
 
   private async sweep(): Promise<ReaperRun> {

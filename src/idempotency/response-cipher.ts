@@ -3,38 +3,71 @@ import type { CipherKey } from '../config/configuration.js';
 import type { SealedBody } from './idempotency-record.js';
 
 const ALGORITHM = 'aes-256-gcm';
+/** GCM's recommended 96-bit IV, and its full 128-bit tag: nothing else is ever sealed, so nothing else may open. */
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 
 /**
  * AES-256-GCM for stored response bodies (they hold payment data). The key
  * id travels with the ciphertext, so after a rotation the retired key still
  * decrypts what it sealed. The record id is bound in as associated data: a
  * body copied onto another record fails to decrypt.
+ *
+ * Key ids are unique (two keys under one id meant the last one won, and every
+ * body the other sealed failed to open). A key may also answer to legacy ids
+ * (`aliases`: bodies sealed under "k1" by releases that named every bare key
+ * so, including those the duplicate-id bug sealed with the wrong "k1"). The
+ * key that has an id is tried first, then the keys that answer to it: GCM's
+ * tag says which one sealed the body.
  */
 export class ResponseCipher {
-  private readonly keys: Map<string, Buffer>;
+  private readonly keys = new Map<string, Buffer[]>();
 
   constructor(
     private readonly current: CipherKey,
     all: CipherKey[],
   ) {
-    this.keys = new Map(all.map((key) => [key.id, key.key]));
+    for (const key of all) {
+      if (this.keys.has(key.id)) throw new Error(`Two decryption keys share the id "${key.id}"`);
+      this.keys.set(key.id, [key.key]);
+    }
+    if (!this.keys.has(current.id)) throw new Error(`The current key "${current.id}" is not among the decryption keys`);
+    // After the key that has the id, the keys that merely answer to it (tried in that order).
+    for (const key of all) {
+      for (const alias of key.aliases ?? []) {
+        const keys = this.keys.get(alias) ?? [];
+        if (!keys.includes(key.key)) this.keys.set(alias, [...keys, key.key]);
+      }
+    }
   }
 
   seal(plaintext: string, recordId: string): SealedBody {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv(ALGORITHM, this.current.key, iv);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv(ALGORITHM, this.current.key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(recordId, 'utf8'));
     const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return { keyId: this.current.id, iv, tag: cipher.getAuthTag(), data };
   }
 
   open(sealed: SealedBody, recordId: string): string {
-    const key = this.keys.get(sealed.keyId);
-    if (!key) throw new Error(`No decryption key with id "${sealed.keyId}" is configured`);
-    const decipher = createDecipheriv(ALGORITHM, key, toBuffer(sealed.iv));
-    decipher.setAAD(Buffer.from(recordId, 'utf8'));
-    decipher.setAuthTag(toBuffer(sealed.tag));
-    return Buffer.concat([decipher.update(toBuffer(sealed.data)), decipher.final()]).toString('utf8');
+    const candidates = this.keys.get(sealed.keyId);
+    if (!candidates) throw new Error(`No decryption key with id "${sealed.keyId}" is configured`);
+    const iv = toBuffer(sealed.iv);
+    const tag = toBuffer(sealed.tag);
+    // A truncated tag makes forgery a 2^32 problem instead of 2^128; GCM with another IV length is not what we seal.
+    if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new Error('Malformed sealed body (IV or tag length)');
+    let failure: unknown;
+    for (const key of candidates) {
+      try {
+        const decipher = createDecipheriv(ALGORITHM, key, iv, { authTagLength: TAG_BYTES });
+        decipher.setAAD(Buffer.from(recordId, 'utf8'));
+        decipher.setAuthTag(tag);
+        return Buffer.concat([decipher.update(toBuffer(sealed.data)), decipher.final()]).toString('utf8');
+      } catch (error) {
+        failure = error;
+      }
+    }
+    throw failure;
   }
 }
 

@@ -1,22 +1,26 @@
 import { Module } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoggerModule } from 'nestjs-pino';
-import { appConfig, type AppConfig } from '../config/config.tokens.js';
+import { appConfig, idempotencyConfig, type AppConfig, type IdempotencyConfig } from '../config/config.tokens.js';
+import { logDigest, logDigestKey } from './log-digest.js';
 import { RefusalLogSampler } from './refusal-log-sampler.js';
+import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './route-pattern.js';
 
-/** Idempotency keys are logged as a short hash: correlatable, never replayable from logs. */
-export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 16);
-}
-
-type LoggedRequest = IncomingMessage & { tenant?: string; idempotency?: { operation: string } };
+type LoggedRequest = IncomingMessage & {
+  tenant?: string;
+  apiKeyId?: string;
+  idempotency?: { operation: string };
+  [ROUTE_PATTERN]?: string;
+  [CLIENT_REQUEST_ID]?: string;
+};
 
 @Module({
   imports: [
     LoggerModule.forRootAsync({
-      inject: [appConfig.KEY],
-      useFactory: (config: AppConfig) => {
+      inject: [appConfig.KEY, idempotencyConfig.KEY],
+      useFactory: (config: AppConfig, idempotency: IdempotencyConfig) => {
+        // A subkey of PRIVACY_DIGEST_KEY (required wherever there is a real store): log digests never equal the stored ones.
+        const digestKey = logDigestKey(idempotency.digestKey);
         const refusals = new RefusalLogSampler(config.logRefusedPerSecond);
         const skippedBefore = new WeakMap<ServerResponse, number>();
         return {
@@ -27,9 +31,11 @@ type LoggedRequest = IncomingMessage & { tenant?: string; idempotency?: { operat
               config.logFormat === 'pretty'
                 ? { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l' } }
                 : undefined,
-            // Never log secrets, card tokens or raw keys: requests are summarised, not dumped.
+            // Never log secrets, card tokens, raw keys, the URL (customer ids, keys in paths) or its query string:
+            // requests are summarised by route pattern (`/v1/customers/:customerId/data`), not dumped.
             serializers: {
-              req: (request: { id: string; method: string; url: string }) => ({ id: request.id, method: request.method, url: request.url }),
+              // Bound when the request starts, before any route is matched: the route pattern comes with customProps.
+              req: (request: { id: string; method: string }) => ({ id: request.id, method: request.method }),
               res: (response: { statusCode: number }) => ({ statusCode: response.statusCode }),
             },
             customProps: (request: IncomingMessage, response: ServerResponse) => {
@@ -38,9 +44,12 @@ type LoggedRequest = IncomingMessage & { tenant?: string; idempotency?: { operat
               const raw = request as LoggedRequest;
               const key = request.headers['idempotency-key'];
               return {
+                route: raw[ROUTE_PATTERN] ?? 'unmatched',
+                clientRequestId: raw[CLIENT_REQUEST_ID],
                 tenant: raw.tenant,
+                apiKeyId: raw.apiKeyId,
                 operation: raw.idempotency?.operation,
-                idempotencyKeyHash: typeof key === 'string' ? hashKey(key) : undefined,
+                idempotencyKeyHash: typeof key === 'string' ? logDigest(digestKey, raw.tenant, key) : undefined,
                 replayed: response.getHeader('idempotent-replayed') === 'true' || undefined,
                 refusalsNotLogged: skippedBefore.get(response),
               };
@@ -55,7 +64,13 @@ type LoggedRequest = IncomingMessage & { tenant?: string; idempotency?: { operat
               if (decision.skippedBefore > 0) skippedBefore.set(response, decision.skippedBefore);
               return 'info';
             },
-            autoLogging: { ignore: (request: IncomingMessage) => request.url === '/health/live' || request.url === '/metrics' },
+            autoLogging: {
+              // Asked before any route is matched: the path alone (no query) is compared, never logged.
+              ignore: (request: IncomingMessage) => {
+                const path = (request.url ?? '').split('?')[0];
+                return path === '/health/live' || path === '/metrics';
+              },
+            },
           },
         };
       },

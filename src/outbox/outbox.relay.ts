@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { outboxConfig, type OutboxConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { EventPublisher, toPublishedEvent } from './event-publisher.port.js';
@@ -44,33 +45,30 @@ export async function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promi
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(OutboxRelay.name);
-  private running: Promise<number> | null = null;
+  private readonly task: PeriodicTask<number>;
 
   constructor(
     private readonly events: OutboxEventRepository,
     private readonly publisher: EventPublisher,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     @Inject(outboxConfig.KEY) private readonly config: OutboxConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    const timer = setInterval(() => void this.tick(), this.config.intervalMs);
-    timer.unref();
-    this.scheduler.addInterval('outbox-relay', timer);
+  ) {
+    this.task = new PeriodicTask(scheduler, 'outbox-relay', () => this.publishDue());
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', 'outbox-relay')) this.scheduler.deleteInterval('outbox-relay');
-    await this.running;
+  onApplicationBootstrap(): void {
+    this.task.start(this.config.intervalMs);
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One pass; returns how many events were published. Never two passes at once in one process. */
-  async tick(): Promise<number> {
-    if (this.running) return this.running;
-    this.running = this.publishDue().finally(() => (this.running = null));
-    return this.running;
+  tick(): Promise<number> {
+    return this.task.runOnce();
   }
 
   private async publishDue(): Promise<number> {

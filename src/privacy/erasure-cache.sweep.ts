@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { outboxConfig, type OutboxConfig } from '../config/config.tokens.js';
 import { IdempotencyErasure } from '../idempotency/idempotency-erasure.js';
 import { ErasureRepository } from './erasure.repository.js';
@@ -20,36 +21,34 @@ const BATCH = 50;
 @Injectable()
 export class ErasureCacheSweep implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ErasureCacheSweep.name);
-  private running: Promise<number> | null = null;
+  private readonly task: PeriodicTask<number>;
 
   constructor(
     private readonly erasures: ErasureRepository,
     private readonly erasureService: ErasureService,
     private readonly idempotency: IdempotencyErasure,
     private readonly clock: Clock,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     @Inject(outboxConfig.KEY) private readonly config: OutboxConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    if (!this.idempotency.cacheEnabled) return;
-    const timer = setInterval(() => void this.runOnce(), this.config.intervalMs);
-    timer.unref();
-    this.scheduler.addInterval(INTERVAL_NAME, timer);
+  ) {
+    this.task = new PeriodicTask(scheduler, INTERVAL_NAME, () => this.finishDue(GRACE_MS));
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
-    await this.running;
+  onApplicationBootstrap(): void {
+    if (this.idempotency.cacheEnabled) this.task.start(this.config.intervalMs);
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One pass; returns how many erasures it finished. Never two passes at once in one process. */
-  runOnce(graceMs = GRACE_MS): Promise<number> {
-    this.running ??= this.sweep(graceMs).finally(() => (this.running = null));
-    return this.running;
+  runOnce(): Promise<number> {
+    return this.task.runOnce();
   }
 
-  private async sweep(graceMs: number): Promise<number> {
+  /** Finishes the due erasures at least `graceMs` old; returns how many. */
+  async finishDue(graceMs: number): Promise<number> {
     let done = 0;
     try {
       const due = await this.erasures.findCacheDue(new Date(this.clock.now().getTime() - graceMs), BATCH);

@@ -1,5 +1,6 @@
 import { Controller, Delete, Param } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../auth/scopes.js';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
 import { DomainError } from '../common/domain-error.js';
@@ -20,6 +21,7 @@ export class InvalidCustomerIdError extends DomainError {
 @ApiProblemResponse(401, '`unauthorized`: missing or unknown API key')
 @ApiProblemResponse(429, '`rate_limited`: too many requests for your tenant; see Retry-After', RETRY_AFTER_HEADER)
 @ApiProblemResponse(503, '`store_unavailable`: nothing erased; retry after Retry-After', RETRY_AFTER_HEADER)
+@RequireScope('privacy')
 @Controller({ path: 'customers', version: '1' })
 export class ErasureController {
   constructor(private readonly erasure: ErasureService) {}

@@ -95,7 +95,7 @@ function childEnv(port: number, dbName: string, simulatorDbName: string, extra: 
     PORT: String(port),
     HOST: '127.0.0.1',
     NODE_ENV: 'test',
-    API_KEYS: `acme:${ACME_SECRET}`,
+    API_KEYS: `acme:${ACME_SECRET}:orders+admin+privacy`,
     LOG_LEVEL: 'warn',
     OUTBOX_RELAY_INTERVAL_MS: '3600000',
     NO_COLOR: '1',

@@ -14,6 +14,8 @@ export const API_KEYS = {
   globex: 'globex-secret-0123456789',
 };
 
+export const ALL_SCOPES = 'orders+admin+privacy';
+
 export interface TestApp {
   app: NestFastifyApplication;
   http: () => ReturnType<typeof request>;
@@ -49,8 +51,9 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     MONGODB_DB_NAME: options.dbName,
     PAYMENT_SIMULATOR_DB_NAME: `${options.dbName}_psp`,
+    // Every scope: the test files exercise erasure and key admin with the same keys (scopes: test/security-defaults).
     API_KEYS: Object.entries(API_KEYS)
-      .map(([tenant, secret]) => `${tenant}:${secret}`)
+      .map(([tenant, secret]) => `${tenant}:${secret}:${ALL_SCOPES}`)
       .join(','),
     REAPER_ENABLED: 'false',
     OUTBOX_RELAY_INTERVAL_MS: '3600000',
@@ -68,8 +71,14 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     const adapter = createAdapter(loadConfiguration(process.env).http);
     app = moduleRef.createNestApplication<NestFastifyApplication>(adapter, { ...NEST_APP_OPTIONS, logger: false });
     configureApp(app);
-    await app.init();
-    await app.getHttpAdapter().getInstance().ready();
+    try {
+      await app.init();
+      await app.getHttpAdapter().getInstance().ready();
+    } catch (error) {
+      // A boot that fails (a test of a refused configuration) must not leave its connections open behind it.
+      await app.close().catch(() => undefined);
+      throw error;
+    }
   } finally {
     restoreEnv(saved);
   }

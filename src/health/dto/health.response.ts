@@ -37,13 +37,10 @@ export class LivenessResponse {
   details: LivenessIndicators;
 }
 
+// Public: up or down, no replica set name or reason (those are logged).
 export class MongoIndicator {
   @ApiProperty(UP)
   status: string;
-
-  // Absent when MongoDB is not a replica set member (hello has no setName).
-  @ApiProperty({ required: false, example: 'rs0' })
-  replicaSet?: string;
 }
 
 export class IndexesIndicator {

@@ -1,0 +1,59 @@
+import { describe, expect, it } from '@jest/globals';
+import { renderChart } from './chart.js';
+import { RESULTS_SCHEMA_VERSION, type BenchResults, type ScenarioResult } from './report.js';
+
+const scenario = (id: string, reqPerSec: number, cpuMsPerRequest: number | null): ScenarioResult => ({
+  id,
+  title: `${id} <&>`,
+  concurrency: 4,
+  durationSeconds: 2,
+  requests: reqPerSec * 2,
+  reqPerSec,
+  p50Ms: 1,
+  p99Ms: 5,
+  errors: 0,
+  non2xx: 0,
+  statusCounts: {},
+  cpuMsPerRequest,
+  check: null,
+});
+
+const results = (startedAt: string, scenarios: ScenarioResult[]): BenchResults => ({
+  schemaVersion: RESULTS_SCHEMA_VERSION,
+  mode: 'quick',
+  startedAt,
+  finishedAt: startedAt,
+  machine: { cpus: 2, cpuModel: 'x', platform: 'linux', arch: 'x64', totalMemoryBytes: 1, node: 'v24' },
+  packages: {},
+  backend: { kind: 'emulator', description: 'jongodb' },
+  settings: {
+    durationSeconds: 2,
+    warmupSeconds: 1,
+    replayKeys: 20,
+    duplicateRate: 0.05,
+    paymentLatencyMs: 0,
+    concurrencyLevels: [4],
+    hotKeyConcurrency: 64,
+  },
+  scenarios,
+  ratios: [],
+});
+
+describe('chart', () => {
+  it('draws one bar per scenario and panel, escapes titles, and marks a missing value', () => {
+    const svg = renderChart(results('2026-12-01T00:00:00.000Z', [scenario('create', 10, 20), scenario('floor', 12, null)]));
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg).toContain('create &lt;&amp;&gt; (c4)');
+    expect(svg.match(/<rect x=/g)).toHaveLength(5); // 2 req/s + 2 p99 + 1 CPU (the floor has none)
+    expect(svg).toContain('>-</text>');
+  });
+
+  it('draws before (grey) and after (blue) bars when given two runs', () => {
+    const before = results('2026-11-30T00:00:00.000Z', [scenario('replay', 1000, 1)]);
+    const after = results('2026-12-01T00:00:00.000Z', [scenario('replay', 2000, 0.5), scenario('new-row', 5, 2)]);
+    const svg = renderChart(after, before);
+    expect(svg).toContain('(grey, before)');
+    expect(svg.match(/fill="#9aa0a6"/g)).toHaveLength(3);
+    expect(svg.match(/fill="#1a73e8"/g)).toHaveLength(6);
+  });
+});

@@ -1,0 +1,128 @@
+/**
+ * The benchmark as a picture: one SVG (no browser, no dependency) with three
+ * panels - req/s, p99 latency and service CPU per request - one bar per
+ * scenario, on a log scale (the rows span 10 to 10,000 req/s). Given a second
+ * results file, each scenario gets two bars: before (grey) and after (blue).
+ *
+ *   node dist/bench/chart.js <after.json> [--before <before.json>] [--out <file.svg>]
+ *
+ * run.ts writes `<results>.svg` next to every results file (`--compare <file>`
+ * adds the before bars).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { parseResults, type BenchResults, type ScenarioResult } from './report.js';
+
+interface Panel {
+  title: string;
+  value: (scenario: ScenarioResult) => number | null;
+  format: (value: number) => string;
+}
+
+const PANELS: Panel[] = [
+  { title: 'req/s (higher is better)', value: (s) => s.reqPerSec, format: (v) => (v >= 100 ? v.toFixed(0) : v.toFixed(1)) },
+  { title: 'p99 ms (lower is better)', value: (s) => s.p99Ms, format: (v) => (v >= 100 ? v.toFixed(0) : v.toFixed(1)) },
+  {
+    title: 'service CPU ms / request (lower is better)',
+    value: (s) => s.cpuMsPerRequest,
+    format: (v) => (v >= 10 ? v.toFixed(1) : v.toFixed(2)),
+  },
+];
+
+const LABEL_WIDTH = 300;
+const PANEL_WIDTH = 300;
+const GAP = 30;
+const BAR = 9;
+const COLORS = { before: '#9aa0a6', after: '#1a73e8' };
+
+const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+export function renderChart(after: BenchResults, before?: BenchResults): string {
+  const rows = after.scenarios.map((scenario) => ({
+    label: `${scenario.title} (c${scenario.concurrency})`,
+    after: scenario,
+    before: before?.scenarios.find((candidate) => candidate.id === scenario.id),
+  }));
+  const rowHeight = before ? 2 * BAR + 8 : BAR + 8;
+  const top = 70;
+  const height = top + rows.length * rowHeight + 40;
+  const width = LABEL_WIDTH + PANELS.length * (PANEL_WIDTH + GAP);
+  const parts: string[] = [];
+  const text = (x: number, y: number, content: string, attributes = '') =>
+    parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attributes}>${escape(content)}</text>`);
+
+  const heading = before
+    ? `Benchmark ${before.startedAt} (grey, before) vs ${after.startedAt} (blue, after)`
+    : `Benchmark ${after.startedAt} (${after.mode})`;
+  text(8, 20, heading, 'font-size="14" font-weight="bold"');
+  text(
+    8,
+    38,
+    `${after.machine.cpus} CPUs, node ${after.machine.node}; backend: ${after.backend.kind} - ${after.backend.description}`,
+    'font-size="11"',
+  );
+  rows.forEach((row, index) => text(LABEL_WIDTH - 8, top + index * rowHeight + BAR + 1, row.label, 'font-size="11" text-anchor="end"'));
+
+  PANELS.forEach((panel, p) => {
+    const x0 = LABEL_WIDTH + p * (PANEL_WIDTH + GAP);
+    const values = rows.flatMap((row) => [panel.value(row.after), row.before ? panel.value(row.before) : null]).filter(isPositive);
+    text(x0, top - 12, panel.title, 'font-size="12" font-weight="bold"');
+    parts.push(`<line x1="${x0}" y1="${top - 4}" x2="${x0}" y2="${top + rows.length * rowHeight}" stroke="#555"/>`);
+    if (values.length === 0) return;
+    const scale = logScale(Math.min(...values), Math.max(...values), PANEL_WIDTH - 60);
+    rows.forEach((row, index) => {
+      const bars = before
+        ? ([
+            ['before', row.before],
+            ['after', row.after],
+          ] as const)
+        : ([['after', row.after]] as const);
+      bars.forEach(([which, scenario], b) => {
+        const value = scenario ? panel.value(scenario) : null;
+        const y = top + index * rowHeight + b * (BAR + 1);
+        if (!isPositive(value)) {
+          text(x0 + 4, y + BAR - 1, '-', 'font-size="10" fill="#777"');
+          return;
+        }
+        const length = scale(value);
+        parts.push(`<rect x="${x0}" y="${y}" width="${length.toFixed(1)}" height="${BAR}" fill="${COLORS[which]}"/>`);
+        text(x0 + length + 4, y + BAR - 1, panel.format(value), 'font-size="10"');
+      });
+    });
+  });
+  text(
+    8,
+    height - 14,
+    'Log scale per panel. ' + (after.backend.kind === 'emulator' ? 'EMULATOR backend: compare runs of one machine only.' : ''),
+    'font-size="10" fill="#555"',
+  );
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    ...parts,
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+const isPositive = (value: number | null | undefined): value is number => typeof value === 'number' && Number.isFinite(value) && value > 0;
+
+/** Bar length for a value: log10 from a decade below the smallest to the largest; never shorter than 2 px. */
+function logScale(min: number, max: number, span: number): (value: number) => number {
+  const low = Math.floor(Math.log10(min)) - (min === max ? 1 : 0);
+  const high = Math.max(Math.log10(max), low + 1);
+  return (value) => Math.max(2, ((Math.log10(value) - low) / (high - low)) * span);
+}
+
+function main(): void {
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { before: { type: 'string' }, out: { type: 'string' } } });
+  if (positionals.length !== 1) throw new Error('usage: node dist/bench/chart.js <after.json> [--before <before.json>] [--out <file.svg>]');
+  const after = parseResults(readFileSync(positionals[0], 'utf8'));
+  const before = values.before ? parseResults(readFileSync(values.before, 'utf8')) : undefined;
+  const out = values.out ?? positionals[0].replace(/\.json$/, '') + (before ? '.compare.svg' : '.svg');
+  writeFileSync(out, renderChart(after, before));
+  console.log(`Chart written to ${out}`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

@@ -1,0 +1,165 @@
+import { once } from 'node:events';
+import net from 'node:net';
+import {
+  MessageFramer,
+  OP_MSG,
+  commandOf,
+  flagBits,
+  MORE_TO_COME,
+  replyOf,
+  withReplyDocument,
+  type WireMessage,
+} from '../src/database/embedded/wire-protocol.js';
+
+/** The driver's monitoring and session bookkeeping: not store work a request asked for. */
+const NOT_COUNTED = new Set(['hello', 'isMaster', 'ismaster', 'ping', 'buildInfo', 'endSessions', 'saslStart', 'saslContinue']);
+const HELLO = new Set(['hello', 'isMaster', 'ismaster']);
+
+export interface CommandCounts {
+  /** Store commands sent (commits and aborts included; hello, ping and endSessions left out). */
+  commands: number;
+  /** commitTransaction commands: transactions that reached their commit. */
+  commits: number;
+  /** abortTransaction commands: transactions given up (a retry, or a failure). */
+  aborts: number;
+  byName: Record<string, number>;
+}
+
+/**
+ * A pass-through TCP proxy between one service process and the store that
+ * counts the commands it sends, so the benchmark can print "store commands
+ * and transactions per create" on any backend, without touching the
+ * service (command monitoring inside it would cost the very CPU being
+ * measured). Bytes go through unchanged, except hello replies, whose host
+ * fields are rewritten to this proxy so the driver's discovery keeps using it.
+ * Reading a command's name costs a few bytes, not a BSON parse.
+ */
+export class CommandCounter {
+  private counts: CommandCounts = { commands: 0, commits: 0, aborts: 0, byName: {} };
+  private readonly sockets = new Set<net.Socket>();
+
+  private constructor(
+    private readonly server: net.Server,
+    private readonly upstream: { host: string; port: number },
+  ) {
+    server.on('connection', (client) => this.serve(client));
+  }
+
+  /** Starts in front of the first host of `upstreamUri`; `uri` is the same URI pointing here. */
+  static async start(upstreamUri: string): Promise<CommandCounter> {
+    const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,?]+):(\d+)(?=[/?]|$)/.exec(upstreamUri);
+    if (!match) throw new Error('the command counter needs a single-host mongodb:// URI');
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const counter = new CommandCounter(server, { host: match[1], port: Number(match[2]) });
+    counter.uriValue = upstreamUri.replace(`${match[1]}:${match[2]}`, counter.address);
+    return counter;
+  }
+
+  private uriValue = '';
+
+  get uri(): string {
+    return this.uriValue;
+  }
+
+  private get address(): string {
+    return `127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+  }
+
+  /** Counts so far; `since` subtracts an earlier snapshot. */
+  snapshot(): CommandCounts {
+    return { ...this.counts, byName: { ...this.counts.byName } };
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private count(name: string): void {
+    if (NOT_COUNTED.has(name)) return;
+    this.counts.commands++;
+    if (name === 'commitTransaction') this.counts.commits++;
+    if (name === 'abortTransaction') this.counts.aborts++;
+    this.counts.byName[name] = (this.counts.byName[name] ?? 0) + 1;
+  }
+
+  private serve(client: net.Socket): void {
+    const upstream = net.connect(this.upstream.port, this.upstream.host);
+    const requests = new MessageFramer();
+    const replies = new MessageFramer();
+    const helloRequests = new Set<number>();
+    this.sockets.add(client).add(upstream);
+    const closeBoth = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on('error', closeBoth).on('close', closeBoth);
+    upstream.on('error', closeBoth).on('close', closeBoth);
+    client.on('data', (chunk: Buffer) => {
+      for (const message of requests.push(chunk)) {
+        const name = commandName(message);
+        if (name !== undefined) {
+          this.count(name);
+          if (HELLO.has(name)) helloRequests.add(message.requestId);
+        }
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      for (const reply of replies.push(chunk)) {
+        if (!helloRequests.delete(reply.responseTo)) {
+          client.write(reply.bytes);
+          continue;
+        }
+        // A streamed hello answers again under this reply's id.
+        if (flagBits(reply) & MORE_TO_COME) helloRequests.add(reply.requestId);
+        client.write(this.rewriteHello(reply));
+      }
+    });
+  }
+
+  private rewriteHello(reply: WireMessage): Buffer {
+    const document = replyOf(reply);
+    if (!document) return reply.bytes;
+    const upstream = `${this.upstream.host}:${this.upstream.port}`;
+    const here = (host: unknown) => (host === upstream ? this.address : host);
+    for (const field of ['me', 'primary']) if (field in document) document[field] = here(document[field]);
+    for (const field of ['hosts', 'passives', 'arbiters']) {
+      if (Array.isArray(document[field])) document[field] = (document[field] as unknown[]).map(here);
+    }
+    delete document.compression;
+    return withReplyDocument(reply, document);
+  }
+}
+
+/** The first key of the command document; for OP_MSG read straight from the bytes (section kind 0 first, as drivers send). */
+export function commandName(message: WireMessage): string | undefined {
+  if (message.opCode === OP_MSG) {
+    const sectionAt = 20;
+    if (message.bytes[sectionAt] === 0) {
+      const nameAt = sectionAt + 1 + 4 + 1; // kind, document length, element type
+      const end = message.bytes.indexOf(0, nameAt);
+      if (end > nameAt) return message.bytes.toString('latin1', nameAt, end);
+    }
+  }
+  const command = commandOf(message);
+  return command ? Object.keys(command)[0] : undefined;
+}
+
+/** after - before, per request (null without requests). */
+export function perRequest(
+  before: CommandCounts,
+  after: CommandCounts,
+  requests: number,
+): { commands: number; transactions: number; aborts: number } | null {
+  if (requests <= 0) return null;
+  return {
+    commands: (after.commands - before.commands) / requests,
+    transactions: (after.commits - before.commits) / requests,
+    aborts: (after.aborts - before.aborts) / requests,
+  };
+}
