@@ -1,13 +1,12 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import {
+  helloThroughProxy,
   MessageFramer,
   OP_MSG,
   commandOf,
   flagBits,
   MORE_TO_COME,
-  replyOf,
-  withReplyDocument,
   type WireMessage,
 } from '../src/database/embedded/wire-protocol.js';
 
@@ -123,16 +122,7 @@ export class CommandCounter {
   }
 
   private rewriteHello(reply: WireMessage): Buffer {
-    const document = replyOf(reply);
-    if (!document) return reply.bytes;
-    const upstream = `${this.upstream.host}:${this.upstream.port}`;
-    const here = (host: unknown) => (host === upstream ? this.address : host);
-    for (const field of ['me', 'primary']) if (field in document) document[field] = here(document[field]);
-    for (const field of ['hosts', 'passives', 'arbiters']) {
-      if (Array.isArray(document[field])) document[field] = (document[field] as unknown[]).map(here);
-    }
-    delete document.compression;
-    return withReplyDocument(reply, document);
+    return helloThroughProxy(reply, `${this.upstream.host}:${this.upstream.port}`, this.address);
   }
 }
 

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { BSON } from 'mongodb';
 import { FifoLock } from './fifo-lock.js';
-import { commandOf, flagBits, MessageFramer, MORE_TO_COME, opMsg, replyOf, withReplyDocument, type WireMessage } from './wire-protocol.js';
+import { commandOf, flagBits, helloThroughProxy, MessageFramer, MORE_TO_COME, opMsg, type WireMessage } from './wire-protocol.js';
 
 /**
  * A TCP proxy in front of the jongodb emulator that admits one transaction at
@@ -328,17 +328,7 @@ export class SerializingProxy {
   }
 
   private rewriteHello(reply: WireMessage): Buffer {
-    const document = replyOf(reply);
-    if (!document) return reply.bytes;
-    const upstream = `${this.options.upstream.host}:${this.options.upstream.port}`;
-    const here = (host: unknown) => (host === upstream ? this.address : host);
-    for (const field of ['me', 'primary']) if (field in document) document[field] = here(document[field]);
-    for (const field of ['hosts', 'passives', 'arbiters']) {
-      if (Array.isArray(document[field])) document[field] = (document[field] as unknown[]).map(here);
-    }
-    // The proxy reads commands as they come: no compression, whatever the upstream offers.
-    delete document.compression;
-    return withReplyDocument(reply, document);
+    return helloThroughProxy(reply, `${this.options.upstream.host}:${this.options.upstream.port}`, this.address);
   }
 }
 

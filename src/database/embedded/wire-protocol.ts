@@ -118,3 +118,20 @@ function frame(requestId: number, responseTo: number, opCode: number, payload: B
   header.writeInt32LE(opCode, 12);
   return Buffer.concat([header, payload]);
 }
+
+/**
+ * A hello reply as a proxy in front of `upstream` must send it: every address
+ * naming the upstream names the proxy instead (or the driver would connect
+ * past it), and no compression (the proxy reads commands as they come).
+ */
+export function helloThroughProxy(reply: WireMessage, upstream: string, proxy: string): Buffer {
+  const document = replyOf(reply);
+  if (!document) return reply.bytes;
+  const here = (host: unknown) => (host === upstream ? proxy : host);
+  for (const field of ['me', 'primary']) if (field in document) document[field] = here(document[field]);
+  for (const field of ['hosts', 'passives', 'arbiters']) {
+    if (Array.isArray(document[field])) document[field] = (document[field] as unknown[]).map(here);
+  }
+  delete document.compression;
+  return withReplyDocument(reply, document);
+}
