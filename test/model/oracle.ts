@@ -261,26 +261,27 @@ function serveRound(s: ModelState, ctx: RequestContext, key: string, v: number, 
   const finished = rec.status !== 'pending';
   if (finished && rec.expiresAt <= now) return afresh(s, ctx, k, key, v, receivedAt, round);
   if (finished && rec.redacted === 'maybe') rec.redacted = ctx.ch.pick(2) === 0;
-  // An erased final answer is a 410: the record stays final, so nothing runs again. Another body gets the 410
-  // too (README today) or 422, once the erased fingerprint is kept keyed (issue 21); never a run.
+  // An erased final answer is a 410: the record stays final, so nothing runs again. The erased fingerprint is
+  // kept keyed (issue 21): another body gets 422, and the same body's 410 is a stored answer like any other,
+  // replayed by the look-up before validation (a zombie's second round replays it from execute()).
   if (finished && rec.redacted) {
-    if (v !== rec.owner && ctx.ch.pick(2) === 1) return { kind: 'reused' };
-    return inExecute(ctx, { kind: 'erased410', replayed: true });
+    if (v !== rec.owner) return { kind: 'reused' };
+    const erased: Expect = { kind: 'erased410', replayed: true };
+    return round === 0 ? erased : inExecute(ctx, erased);
   }
   if (rec.status === 'abandoned' && rec.erased) {
-    // No answer to give, and no attempt may start with the erased data: its own body gets 410, another
-    // 410 (today) or 422 once the erased fingerprint is kept keyed (issue 21) - both keep the contract.
-    if (v !== rec.owner && ctx.ch.pick(2) === 1) return { kind: 'reused' };
+    // No answer to give, and no attempt may start with the erased data: its own body gets 410 (from execute(),
+    // which decides it), another body 422.
+    if (v !== rec.owner) return { kind: 'reused' };
     return inExecute(ctx, { kind: 'erased410', replayed: true });
   }
   // Erased in flight, the fingerprint stays keyed (issue 21): another body is still 422, never a takeover.
   if (v !== rec.owner) return { kind: 'reused' };
   if (rec.status === 'complete' || rec.status === 'declined') {
     const expect: Expect = { kind: 'final', status: rec.status === 'complete' ? 201 : 402, order: rec.order, rec, replayed: true };
-    // A fresh request's replay is answered by the look-up before validation; a zombie's second round replays from
-    // execute(); an erased record's replay may take either way (the early look-up skips erased fingerprints).
-    if (rec.erased && round === 0 && ctx.armed === 'before-response' && !ctx.fired) return expect;
-    return round === 0 && !rec.erased ? expect : inExecute(ctx, expect);
+    // A fresh request's replay is answered by the look-up before validation (an erased record's too: its keyed
+    // fingerprint is compared like any other); a zombie's second round replays from execute().
+    return round === 0 ? expect : inExecute(ctx, expect);
   }
   if (rec.status === 'abandoned') return claim(s, ctx, k, key, v, receivedAt, round, 'restart');
   if (rec.lease && rec.lease.expiresAt > now) return { kind: 'in_use' };
@@ -293,9 +294,7 @@ function afresh(s: ModelState, ctx: RequestContext, k: KeyModel, key: string, v:
   const live = k.tombs.filter((tomb) => tomb.expiresAt > s.now);
   const own = live.find((tomb) => tomb.variant === v);
   if (own) return inExecute(ctx, { kind: 'expired', tomb: own });
-  // A privacy-safe tombstone may be scope-wide (issue 21 leaves it open): another body is then refused too, or new.
-  const erased = live.find((tomb) => tomb.erased);
-  if (erased && ctx.ch.pick(2) === 1) return inExecute(ctx, { kind: 'expired', tomb: erased });
+  // An erasure keeps each body's tombstone, keyed (issue 21): another body is a new request, as for any tombstone.
   return claim(s, ctx, k, key, v, receivedAt, round, 'fresh');
 }
 
