@@ -1,4 +1,5 @@
 import type { Db } from 'mongodb';
+import type { Payment } from '../../src/payments/payment.js';
 import { tombstoneId, tombstoneScope } from '../../src/idempotency/tombstone.js';
 import { ACCOUNTS, paidOrderJournal } from '../../src/ledger/journal.js';
 
@@ -39,16 +40,8 @@ interface ChargeDoc {
   currency: string;
 }
 
-interface PaymentDoc {
-  _id: string;
-  tenant: string;
-  orderId: string;
-  chargeKey: string;
-  providerChargeId: string;
-  amountMinor: number;
-  currency: string;
-  status: string;
-}
+/** A payments document as stored: the service's Payment, with any status (the checker flags one it never writes). */
+type PaymentDoc = Omit<Payment, 'status' | 'createdAt'> & { status: string };
 
 interface EntryDoc {
   tenant: string;
