@@ -2,7 +2,13 @@
 // runs with --experimental-vm-modules (see package.json "test").
 const common = {
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // The workspace packages are tested from their sources (never a stale dist/), and everything
+  // under Jest shares one copy of each: one DI token per class, `instanceof` holds across them.
+  moduleNameMapper: {
+    '^@idempotent-orders/([a-z-]+)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@idempotent-orders/([a-z-]+)/([a-z-]+)$': '<rootDir>/packages/$1/src/$2/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }],
   },
@@ -23,12 +29,17 @@ module.exports = {
     {
       ...common,
       displayName: 'unit',
-      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/bench/**/*.spec.ts', '<rootDir>/conformance/**/*.spec.ts'],
+      testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/bench/**/*.spec.ts', '<rootDir>/conformance/**/*.spec.ts', '<rootDir>/packages/*/src/**/*.spec.ts'],
     },
     {
       ...common,
       displayName: 'e2e',
-      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/src/**/*.int-spec.ts'],
+      testMatch: [
+        '<rootDir>/test/**/*.e2e-spec.ts',
+        '<rootDir>/src/**/*.int-spec.ts',
+        '<rootDir>/packages/*/src/**/*.int-spec.ts',
+        '<rootDir>/packages/*/test/**/*.e2e-spec.ts',
+      ],
     },
   ],
 };
