@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { AuthModule } from './auth/auth.module.js';
 import { CommonModule } from './common/common.module.js';
 import { AppConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
+import { AppIdempotencyModule } from './idempotency/idempotency.setup.js';
+import { AdminModule } from './admin/admin.module.js';
 import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
@@ -17,8 +18,9 @@ import { PrivacyModule } from './privacy/privacy.module.js';
     CommonModule,
     MetricsModule,
     DatabaseModule,
-    ScheduleModule.forRoot(),
     AuthModule,
+    AppIdempotencyModule,
+    AdminModule,
     HealthModule,
     OrdersModule,
     PrivacyModule,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { IdempotencyReaper, type ReaperRun } from '../src/idempotency/idempotency-reaper.js';
+import { IdempotencyReaper, type ReaperRun } from '@idempotent-orders/nest-idempotency';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway, heldLeases, withCrashStandIn, type ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';

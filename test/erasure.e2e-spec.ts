@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { ClientSession, Connection } from 'mongoose';
-import { fingerprintRequest } from '../src/idempotency/fingerprint.js';
+import { fingerprintRequest } from '@idempotent-orders/nest-idempotency/testing';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { onEmulator } from './support/backend.js';

@@ -4,11 +4,9 @@
 // and an in-flight marker nobody clears cannot hold a key past MongoDB's word.
 import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
 import { idempotencyConfig, type IdempotencyConfig } from '../src/config/config.tokens.js';
-import { Sealer } from '../src/idempotency/fast-path/cache-entry.js';
-import { IdempotencyFastPath, RedisKeys } from '../src/idempotency/fast-path/idempotency-fast-path.js';
+import type { IdempotencyRecord } from '@idempotent-orders/nest-idempotency';
+import { IdempotencyFastPath, InFlightWaiters, RedisKeys, Sealer } from '@idempotent-orders/nest-idempotency/testing';
 import { ErasureCacheSweep } from '../src/privacy/erasure-cache.sweep.js';
-import type { IdempotencyRecord } from '../src/idempotency/idempotency-record.js';
-import { InFlightWaiters } from '../src/idempotency/in-flight-waiters.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';

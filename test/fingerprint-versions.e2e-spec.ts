@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../src/idempotency/fingerprint.js';
+import { canonicalJson } from '@idempotent-orders/nest-idempotency/testing';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 /** New records carry the RFC 8785 fingerprint; a record stored by an earlier release (v1) keeps working until it expires. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { OpenAPIV3 } from 'openapi-types';
-import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
+import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { paidOrderJournal } from '../src/ledger/journal.js';
 import type { Order } from '../src/orders/order.js';
 import { orderView } from '../src/orders/order.view.js';

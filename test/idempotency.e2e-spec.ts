@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
 import mongoose from 'mongoose';
-import { InFlightWaiters } from '../src/idempotency/in-flight-waiters.js';
+import { InFlightWaiters } from '@idempotent-orders/nest-idempotency/testing';
 import { OrdersService } from '../src/orders/orders.service.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { ControllableGateway, heldLeases, ThrowingFaultInjector, withCrashStandIn } from './support/controllable-gateway.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { fingerprintRequest } from '../src/idempotency/fingerprint.js';
+import { fingerprintRequest } from '@idempotent-orders/nest-idempotency/testing';
 import { findViolations } from './support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 

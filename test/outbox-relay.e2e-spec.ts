@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../src/common/clock.js';
 import { outboxConfig, type OutboxConfig } from '../src/config/config.tokens.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
@@ -58,7 +57,6 @@ describe('outbox relay: claim, publish what was claimed, time out', () => {
       own,
       t.app.get(MetricsService),
       t.app.get(Clock),
-      t.app.get(SchedulerRegistry),
       t.app.get<OutboxConfig>(outboxConfig.KEY),
     );
 

@@ -1,7 +1,7 @@
 // The foundation, checked on the real process (node dist/src/main.js): boot-time
 // configuration errors, health on the run's replica set, graceful shutdown on
 // SIGTERM with a request in flight, and two instances sharing one database.
-import { IdempotencyRecordSchema } from '../src/idempotency/schemas/idempotency-record.schema.js';
+import { IdempotencyRecordSchema } from '@idempotent-orders/nest-idempotency/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
 import { findViolations } from './support/invariants.js';

@@ -7,7 +7,7 @@ import { Clock } from '../src/common/clock.js';
 import { startClockReportingProxy, type ClockReportingProxy } from './support/clock-reporting-proxy.js';
 import { findViolations } from './support/invariants.js';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
-import { ServiceNameChangedError } from '../src/idempotency/service-binding.js';
+import { ServiceNameChangedError } from '@idempotent-orders/nest-idempotency';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const RESUME_WINDOW_MS = 600_000;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
+import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { ControllableGateway, heldLeases, ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { findViolations } from './support/invariants.js';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';

@@ -5,7 +5,7 @@
 // charges nothing twice, and keeps every ledger balanced. Once Redis is back
 // and the circuit closes, replays are served from it again.
 import { idempotencyConfig, type IdempotencyConfig } from '../src/config/config.tokens.js';
-import { RedisKeys } from '../src/idempotency/fast-path/idempotency-fast-path.js';
+import { RedisKeys } from '@idempotent-orders/nest-idempotency/testing';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { findRedisServer, startRedisServer, type RedisServer } from '../bench/redis-server.js';
 import { findViolations } from './support/invariants.js';

@@ -10,15 +10,17 @@ import { IsString, MaxLength } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Tenant } from '../src/auth/tenant.js';
 import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded-mongo.js';
-import { TransactionRunner } from '../src/database/transaction.runner.js';
-import { IdempotencyAttempts } from '../src/idempotency/idempotency-attempts.js';
-import { IdempotencyKey } from '../src/idempotency/idempotency-key.decorator.js';
-import type { IdempotencyKeyContext } from '../src/idempotency/idempotency-key.interceptor.js';
-import { IdempotencyModule } from '../src/idempotency/idempotency.module.js';
-import { IdempotencyService, type IdempotentWork } from '../src/idempotency/idempotency.service.js';
-import type { IdempotentResponse } from '../src/idempotency/idempotency-record.js';
-import { Idempotent } from '../src/idempotency/idempotent.decorator.js';
-import { sendIdempotentResult } from '../src/idempotency/idempotent-reply.js';
+import {
+  IdempotencyAttempts,
+  IdempotencyKey,
+  type IdempotencyKeyContext,
+  IdempotencyService,
+  Idempotent,
+  type IdempotentResponse,
+  type IdempotentWork,
+  sendIdempotentResult,
+  TransactionRunner,
+} from '@idempotent-orders/nest-idempotency';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 class SettingBody {
@@ -85,7 +87,8 @@ class SettingsController {
   }
 }
 
-@Module({ imports: [IdempotencyModule], controllers: [SettingsController] })
+// IdempotencyModule is global (AppModule registers it once): a feature module only declares its routes.
+@Module({ controllers: [SettingsController] })
 class SettingsTestModule {}
 
 describe('onStoreDown: closed (default, orders.create) and open, with MongoDB unreachable', () => {

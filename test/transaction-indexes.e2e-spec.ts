@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { ClientSession, Connection } from 'mongoose';
 import type { Document } from 'mongodb';
-import { IdempotencyReaper } from '../src/idempotency/idempotency-reaper.js';
+import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { onEmulator } from './support/backend.js';
 import { ControllableGateway } from './support/controllable-gateway.js';

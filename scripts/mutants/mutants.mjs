@@ -20,7 +20,7 @@ export const MUTANTS = [
     rule: 'every first request of a key is answered 409 idempotency_key_expired: nothing is ever created or charged',
     patches: [
       {
-        file: 'src/idempotency/idempotency.service.ts',
+        file: 'packages/nest-idempotency/src/protocol/idempotency.service.ts',
         search: 'const late = await this.lateRetries.answer(request);',
         replace:
           "const late = (await this.lateRetries.answer(request)) ?? { response: { status: 409, headers: { 'content-type': 'application/problem+json' }, body: JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'idempotency_key_expired' }) }, replayed: false, keyExpiresAt: this.clock.now() };",
@@ -34,7 +34,7 @@ export const MUTANTS = [
     rule: 'every replay of a finished key is answered 409 idempotency_key_in_use',
     patches: [
       {
-        file: 'src/idempotency/idempotency.service.ts',
+        file: 'packages/nest-idempotency/src/protocol/idempotency.service.ts',
         search: 'const response = this.responses.open(record);',
         replace: 'if (record) throw new IdempotencyKeyInUseError(1);\n    const response = this.responses.open(record);',
       },
@@ -59,7 +59,7 @@ export const MUTANTS = [
     rule: "an erasure leaves the customer's tombstones behind as they were (naming the subject)",
     patches: [
       {
-        file: 'src/idempotency/idempotency-erasure.ts',
+        file: 'packages/nest-idempotency/src/recovery/erasure.ts',
         alternatives: [
           // Before issue 21: the erasure deleted them.
           { search: 'await this.tombstones.deleteForSubject(session, digest);', replace: '' },
@@ -75,12 +75,12 @@ export const MUTANTS = [
     rule: "fencing CAS removed: a worker that lost its lease still checkpoints and finishes (the owner is not in the filter)",
     patches: [
       {
-        file: 'src/idempotency/idempotency-record.repository.ts',
+        file: 'packages/nest-idempotency/src/store/record.repository.ts',
         search: "const result = await this.native.updateOne( { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },",
         replace: "const result = await this.native.updateOne( { _id: lease.recordId, status: 'pending' },",
       },
       {
-        file: 'src/idempotency/idempotency-record.repository.ts',
+        file: 'packages/nest-idempotency/src/store/record.repository.ts',
         search: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },",
         replace: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending' },",
       },
@@ -92,7 +92,7 @@ export const MUTANTS = [
     rule: 'a final answer leaves no tombstone: a late retry past retention runs (and charges) again',
     patches: [
       {
-        file: 'src/idempotency/idempotency-attempts.ts',
+        file: 'packages/nest-idempotency/src/protocol/attempts.ts',
         alternatives: [
           { search: "if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));", replace: '' },
           // Issue 21: every final answer has one (an erased one's is keyed), so the write is no longer conditional.
@@ -108,12 +108,12 @@ export const MUTANTS = [
     rule: 'the fingerprint is not compared: another body under a used key gets its answer instead of 422',
     patches: [
       {
-        file: 'src/idempotency/record-decision.ts',
+        file: 'packages/nest-idempotency/src/protocol/record.ts',
         search: 'sameFingerprint(record.fingerprint, fingerprint)',
         replace: '(sameFingerprint(record.fingerprint, fingerprint) || fingerprint !== undefined)',
       },
     ],
-    killers: [MODEL, { file: 'src/idempotency/record-decision.spec.ts', name: 'refuses another body under the same key' }],
+    killers: [MODEL, { file: 'packages/nest-idempotency/src/protocol/record.spec.ts', name: 'refuses another body under the same key' }],
     fast: true,
   },
   {
@@ -121,7 +121,7 @@ export const MUTANTS = [
     rule: 'a replay answers with another status than the stored one (200 for a stored 201)',
     patches: [
       {
-        file: 'src/idempotency/stored-responses.ts',
+        file: 'packages/nest-idempotency/src/protocol/stored-responses.ts',
         search: 'return { status: stored.status, headers: stored.headers,',
         replace: 'return { status: stored.status === 201 ? 200 : stored.status, headers: stored.headers,',
       },
@@ -145,7 +145,7 @@ export const MUTANTS = [
     rule: "a claim skips the data subject's lock document (and so never sees its customer's erasure)",
     patches: [
       {
-        file: 'src/idempotency/idempotency-claims.ts',
+        file: 'packages/nest-idempotency/src/protocol/claims.ts',
         search: 'if (request.subject) {',
         replace: 'if (request.subject && request.subject.length < 0) {',
       },
@@ -155,10 +155,10 @@ export const MUTANTS = [
   {
     id: 'redis-entry-past-expiry',
     rule: 'a Redis entry is used past its expiry (its key past retention still replays from Redis)',
-    patches: [{ file: 'src/idempotency/fast-path/cache-entry.ts', search: "if (entry.expiresAt <= now.getTime()) return 'ask_store';", replace: '' }],
+    patches: [{ file: 'packages/nest-idempotency/src/fast-path/cache-entry.ts', search: "if (entry.expiresAt <= now.getTime()) return 'ask_store';", replace: '' }],
     killers: [
       { file: 'test/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
-      { file: 'src/idempotency/fast-path/cache-entry.spec.ts', name: 'sends an entry past the record expiry to MongoDB' },
+      { file: 'packages/nest-idempotency/src/fast-path/cache-entry.spec.ts', name: 'sends an entry past the record expiry to MongoDB' },
     ],
     fast: true,
   },

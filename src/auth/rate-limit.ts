@@ -12,8 +12,7 @@ import {
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../common/domain-error.js';
 import type { SecurityConfig } from '../config/config.tokens.js';
-import { IDEMPOTENT_OPTIONS } from '../idempotency/idempotent.decorator.js';
-import { idempotencyKeyHeader, parseIdempotencyKey } from '../idempotency/idempotency-key.js';
+import { idempotencyKeyHeader, IDEMPOTENT_ROUTE_METADATA, parseIdempotencyKey } from '@idempotent-orders/nest-idempotency';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { SlidingWindowCounterStorage } from './rate-limit.storage.js';
 import { requestState } from './tenant.js';
@@ -88,7 +87,7 @@ export function rateLimitOptions(config: SecurityConfig): RateLimitOptions {
         ttl: RATE_LIMIT_WINDOW_MS,
         limit: perKey,
         blockDuration: 0,
-        skipIf: (context) => perKey === 0 || !tenantOf(context) || !Reflect.getMetadata(IDEMPOTENT_OPTIONS, context.getHandler()),
+        skipIf: (context) => perKey === 0 || !tenantOf(context) || !Reflect.getMetadata(IDEMPOTENT_ROUTE_METADATA, context.getHandler()),
         getTracker: (request: Record<string, unknown>, context: ExecutionContext) => {
           const key = parseIdempotencyKey(idempotencyKeyHeader((request as unknown as FastifyRequest).raw));
           return `${tenantOf(context)}:${createHash('sha256').update(key).digest('base64url')}`;

@@ -1,5 +1,5 @@
 import { ApiResponse } from '@nestjs/swagger';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { PROBLEM_CONTENT_TYPE } from '@idempotent-orders/nest-idempotency';
 
 /** The problem+json schema; src/openapi.ts registers it under this name. */
 export const PROBLEM_SCHEMA_REF = { $ref: '#/components/schemas/Problem' };

@@ -1,6 +1,7 @@
 /**
  * The one table from domain error code to HTTP status. Services throw
  * DomainErrors with a code; only this table and the filter know about HTTP.
+ * The idempotency package's errors carry their status (IdempotencyError.status).
  */
 export const ERROR_STATUS: Record<string, number> = {
   unauthorized: 401,
@@ -10,14 +11,6 @@ export const ERROR_STATUS: Record<string, number> = {
   json_too_deep: 400,
   json_too_many_values: 400,
   json_not_i_json: 400,
-  body_not_i_json: 400,
-  idempotency_key_missing: 400,
-  idempotency_key_invalid: 400,
-  idempotency_key_in_use: 409,
-  idempotency_key_reused: 422,
-  idempotency_key_not_found: 404,
-  idempotency_lease_active: 409,
-  idempotency_operation_required: 400,
   response_erased: 410,
   invalid_customer_id: 400,
   order_not_found: 404,
@@ -26,6 +19,5 @@ export const ERROR_STATUS: Record<string, number> = {
   card_declined: 402,
   payment_provider_unavailable: 503,
   store_unavailable: 503,
-  cache_invalidation_failed: 503,
   rate_limited: 429,
 };

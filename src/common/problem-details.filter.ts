@@ -1,9 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { isStoreUnavailable } from '../database/mongo-errors.js';
+import { IdempotencyError, isStoreUnavailable, PROBLEM_CONTENT_TYPE, problem, type Problem } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from './domain-error.js';
 import { ERROR_STATUS } from './error-status.js';
-import { PROBLEM_CONTENT_TYPE, problem, type Problem } from './problem.js';
 import { RequestValidationError } from './validation.js';
 
 export interface ProblemResponse {
@@ -32,6 +31,8 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
     if (status === 500) logger.error(`Unmapped domain error code ${error.code}`);
     return withRetryAfter(problem(status, error.code, error.message, error.extensions), error.retryAfterSeconds);
   }
+  // The idempotency package's refusals carry their own status.
+  if (error instanceof IdempotencyError) return withRetryAfter(problem(error.status, error.code, error.message), error.retryAfterSeconds);
   // Nest wraps Fastify's own errors (body parsing, limits) in an HttpException with the original as cause.
   const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   if (typeof fastifyCode === 'string' && FASTIFY_ERRORS[fastifyCode]) {

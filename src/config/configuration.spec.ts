@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { ResponseCipher } from '../idempotency/response-cipher.js';
+import { ResponseCipher } from '@idempotent-orders/nest-idempotency/testing';
 import { ConfigurationError, keyId, loadConfiguration, logFormat } from './configuration.js';
 
 const key = Buffer.alloc(32, 7).toString('base64');

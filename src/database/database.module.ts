@@ -4,7 +4,6 @@ import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
 import { Clock } from '../common/clock.js';
 import { DatabaseBootstrap } from './database.bootstrap.js';
 import { ServerClock } from './server-clock.js';
-import { TransactionRunner } from './transaction.runner.js';
 
 @Global()
 @Module({
@@ -39,7 +38,7 @@ import { TransactionRunner } from './transaction.runner.js';
     }),
   ],
   // Clock lives here because it reads the server's: one time for every instance.
-  providers: [TransactionRunner, DatabaseBootstrap, { provide: Clock, useClass: ServerClock }],
-  exports: [TransactionRunner, DatabaseBootstrap, Clock],
+  providers: [DatabaseBootstrap, { provide: Clock, useClass: ServerClock }],
+  exports: [DatabaseBootstrap, Clock],
 })
 export class DatabaseModule {}

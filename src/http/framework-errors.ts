@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PROBLEM_CONTENT_TYPE, problem, type Problem } from '../common/problem.js';
+import { type Problem, problem, PROBLEM_CONTENT_TYPE } from '@idempotent-orders/nest-idempotency';
 
 /** Max length of one path parameter: a 255-character key, every character percent-encoded. */
 export const MAX_PARAM_LENGTH = 3 * 255;

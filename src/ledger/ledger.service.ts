@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { contentDiff } from '../common/content-diff.js';
-import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
+import { DuplicateClaimError } from '@idempotent-orders/nest-idempotency';
 import { assertBalanced, type JournalLine } from './journal.js';
 import type { LedgerEntry } from './ledger-entry.js';
 import { LedgerEntryRepository } from './ledger-entry.repository.js';

@@ -2,10 +2,14 @@ import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
-import { problem, PROBLEM_CONTENT_TYPE } from '../common/problem.js';
-import { TransactionRunner } from '../database/transaction.runner.js';
-import type { IdempotentResponse, Lease } from '../idempotency/idempotency-record.js';
-import { IdempotencyAttempts } from '../idempotency/idempotency-attempts.js';
+import {
+  IdempotencyAttempts,
+  type IdempotentResponse,
+  type Lease,
+  problem,
+  PROBLEM_CONTENT_TYPE,
+  TransactionRunner,
+} from '@idempotent-orders/nest-idempotency';
 import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';

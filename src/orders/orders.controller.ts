@@ -3,10 +3,8 @@ import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags
 import type { FastifyReply } from 'fastify';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
-import { IdempotencyKey } from '../idempotency/idempotency-key.decorator.js';
-import type { IdempotencyKeyContext } from '../idempotency/idempotency-key.interceptor.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
-import { sendIdempotentResult } from '../idempotency/idempotent-reply.js';
+import { ApiIdempotent } from '@idempotent-orders/nest-idempotency/openapi';
+import { IdempotencyKey, type IdempotencyKeyContext, Idempotent, sendIdempotentResult } from '@idempotent-orders/nest-idempotency';
 import { CreateOrderDto } from './dto/create-order.dto.js';
 import { ListOrdersQuery } from './dto/list-orders.query.js';
 import { OrderLedgerResponse } from './dto/order-ledger.response.js';
@@ -25,6 +23,7 @@ export class OrdersController {
 
   @Post()
   @Idempotent({ operation: CREATE_ORDER_OPERATION })
+  @ApiIdempotent()
   @ApiOperation({ summary: 'Create and pay an order, exactly once per Idempotency-Key' })
   @ApiCreatedResponse({
     type: OrderResponse,

@@ -1,7 +1,6 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
-import { IdempotencyReaper } from '../idempotency/idempotency-reaper.js';
-import { IdempotencyModule } from '../idempotency/idempotency.module.js';
+import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
@@ -12,13 +11,7 @@ import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 
 @Module({
-  imports: [
-    MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]),
-    IdempotencyModule,
-    PaymentsModule,
-    LedgerModule,
-    OutboxModule,
-  ],
+  imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
   controllers: [OrdersController],
   providers: [OrderRepository, OrderWorkflow, OrdersService],
   exports: [OrdersService],

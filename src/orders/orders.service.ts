@@ -2,10 +2,13 @@ import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
-import type { IdempotencyKeyContext } from '../idempotency/idempotency-key.interceptor.js';
-import type { Lease } from '../idempotency/idempotency-record.js';
-import { AttemptAbandonedError } from '../idempotency/idempotency.errors.js';
-import { IdempotencyService, type IdempotentResult } from '../idempotency/idempotency.service.js';
+import {
+  AttemptAbandonedError,
+  type IdempotencyKeyContext,
+  IdempotencyService,
+  type IdempotentResult,
+  type Lease,
+} from '@idempotent-orders/nest-idempotency';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { CreateOrderDto } from './dto/create-order.dto.js';
 import { orderAmountMinor } from './order-amount.js';

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { ClientSession, Model } from 'mongoose';
-import { isDuplicateKey } from '../database/mongo-errors.js';
-import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
+import { DuplicateClaimError, isDuplicateKey } from '@idempotent-orders/nest-idempotency';
 import type { OutboxEvent } from './outbox-event.js';
 import { OUTBOX_EVENT_MODEL } from './schemas/outbox-event.schema.js';
 

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
-import { PeriodicTask } from '../common/periodic-task.js';
+import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { outboxConfig, type OutboxConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { EventPublisher, toPublishedEvent } from './event-publisher.port.js';
@@ -52,10 +51,9 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly publisher: EventPublisher,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
-    scheduler: SchedulerRegistry,
     @Inject(outboxConfig.KEY) private readonly config: OutboxConfig,
   ) {
-    this.task = new PeriodicTask(scheduler, 'outbox-relay', () => this.publishDue());
+    this.task = new PeriodicTask(() => this.publishDue());
   }
 
   onApplicationBootstrap(): void {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { contentDiff } from '../common/content-diff.js';
-import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
+import { DuplicateClaimError } from '@idempotent-orders/nest-idempotency';
 import { OutboxEventRepository } from './outbox-event.repository.js';
 
 /** What an event says; delivery fields (status, attempts, availableAt) change as the relay works. */

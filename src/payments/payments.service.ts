@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { contentDiff } from '../common/content-diff.js';
-import { DuplicateClaimError } from '../idempotency/idempotency.errors.js';
+import { DuplicateClaimError } from '@idempotent-orders/nest-idempotency';
 import type { Charge } from './payment-gateway.port.js';
 import { chargeKeyFor, type Payment } from './payment.js';
 import { PaymentRepository } from './payment.repository.js';

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Collection } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { paymentsConfig, type PaymentsConfig } from '../config/config.tokens.js';
-import { isDuplicateKey } from '../database/mongo-errors.js';
+import { isDuplicateKey } from '@idempotent-orders/nest-idempotency';
 import { MetricsService } from '../metrics/metrics.service.js';
 import {
   PaymentGateway,

@@ -1,13 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock.js';
-import { PeriodicTask } from '../common/periodic-task.js';
+import { IdempotencyErasure, PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { outboxConfig, type OutboxConfig } from '../config/config.tokens.js';
-import { IdempotencyErasure } from '../idempotency/idempotency-erasure.js';
 import { ErasureRepository } from './erasure.repository.js';
 import { ErasureService } from './erasure.service.js';
 
-const INTERVAL_NAME = 'erasure-cache-sweep';
 /** An erasure this young may still be telling Redis in its own request. */
 const GRACE_MS = 10_000;
 const BATCH = 50;
@@ -28,10 +25,9 @@ export class ErasureCacheSweep implements OnApplicationBootstrap, OnApplicationS
     private readonly erasureService: ErasureService,
     private readonly idempotency: IdempotencyErasure,
     private readonly clock: Clock,
-    scheduler: SchedulerRegistry,
     @Inject(outboxConfig.KEY) private readonly config: OutboxConfig,
   ) {
-    this.task = new PeriodicTask(scheduler, INTERVAL_NAME, () => this.finishDue(GRACE_MS));
+    this.task = new PeriodicTask(() => this.finishDue(GRACE_MS));
   }
 
   onApplicationBootstrap(): void {

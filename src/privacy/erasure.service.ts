@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Clock } from '../common/clock.js';
-import { TransactionRunner } from '../database/transaction.runner.js';
-import { CacheInvalidationFailedError } from '../idempotency/fast-path/cache-invalidation-failed.error.js';
-import { IdempotencyErasure, type ErasedRecord } from '../idempotency/idempotency-erasure.js';
-import { SubjectDigests } from '../idempotency/subject.js';
+import {
+  CacheInvalidationFailedError,
+  type ErasedRecord,
+  IdempotencyErasure,
+  SubjectDigests,
+  TransactionRunner,
+} from '@idempotent-orders/nest-idempotency';
 import { OrdersService } from '../orders/orders.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import type { Erasure } from './erasure.js';

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
-import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { ErasureCacheSweep } from './erasure-cache.sweep.js';
@@ -10,7 +9,7 @@ import { ErasureService } from './erasure.service.js';
 import { ErasureSchema, ERASURE_MODEL } from './schemas/erasure.schema.js';
 
 @Module({
-  imports: [MongooseModule.forFeature([{ name: ERASURE_MODEL, schema: ErasureSchema }]), IdempotencyModule, OrdersModule, OutboxModule],
+  imports: [MongooseModule.forFeature([{ name: ERASURE_MODEL, schema: ErasureSchema }]), OrdersModule, OutboxModule],
   controllers: [ErasureController],
   providers: [ErasureRepository, ErasureService, ErasureCacheSweep],
 })

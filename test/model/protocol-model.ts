@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { FaultPoint } from '../../src/config/configuration.js';
-import { SubjectDigests } from '../../src/idempotency/subject.js';
-import { tombstoneScope } from '../../src/idempotency/tombstone.js';
+import { SubjectDigests } from '@idempotent-orders/nest-idempotency';
+import { tombstoneScope } from '@idempotent-orders/nest-idempotency/testing';
 import { findViolations } from '../support/invariants.js';
 import {
   Chooser,

@@ -2,7 +2,7 @@ import type { Type } from '@nestjs/common';
 import { Clock } from '../../src/common/clock.js';
 import { FaultInjector } from '../../src/common/fault-injector.js';
 import type { FaultPoint } from '../../src/config/configuration.js';
-import { IdempotencyReaper, type ReaperRun } from '../../src/idempotency/idempotency-reaper.js';
+import { IdempotencyReaper, type ReaperRun } from '@idempotent-orders/nest-idempotency';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { ControllableGateway, installCrashStandIn, ThrowingFaultInjector } from '../support/controllable-gateway.js';

@@ -1,7 +1,7 @@
 import { Injectable, type INestApplicationContext } from '@nestjs/common';
 import type { Db } from 'mongodb';
 import type { FaultPoint } from '../../src/config/configuration.js';
-import { IdempotencyRecordRepository } from '../../src/idempotency/idempotency-record.repository.js';
+import { IdempotencyRecordRepository } from '@idempotent-orders/nest-idempotency/testing';
 import {
   PaymentProviderUnavailableError,
   type ChargeRequest,

@@ -1,5 +1,5 @@
 import { FaultInjector } from '../../src/common/fault-injector.js';
-import { IdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
+import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { ControllableGateway, installCrashStandIn, ThrowingFaultInjector } from './controllable-gateway.js';
 import { auth, orderBody, startApp, type TestApp, type TestAppOptions } from './test-app.js';

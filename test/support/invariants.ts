@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import type { Payment } from '../../src/payments/payment.js';
-import { tombstoneId, tombstoneScope } from '../../src/idempotency/tombstone.js';
+import { tombstoneId, tombstoneScope } from '@idempotent-orders/nest-idempotency/testing';
 import { ACCOUNTS, paidOrderJournal } from '../../src/ledger/journal.js';
 
 interface OrderDoc {

@@ -1,0 +1,82 @@
+import { describe, expect, it } from '@jest/globals';
+import { builtinModules } from 'node:module';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SRC = fileURLToPath(new URL('.', import.meta.url));
+const PACKAGE = JSON.parse(readFileSync(join(SRC, '..', 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+};
+const OPTIONAL_PEERS = Object.keys(PACKAGE.peerDependenciesMeta).filter((name) => PACKAGE.peerDependenciesMeta[name].optional);
+const SPEC = /\.(int-)?spec\.ts$/;
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sources(path);
+    return entry.name.endsWith('.ts') && !SPEC.test(entry.name) ? [path] : [];
+  });
+}
+
+/** Static imports and re-exports (`import ... from`, `export ... from`, bare `import '...'`), not `import()`. */
+function staticImports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/^(?:import|export)\s[^;]*?from\s+'([^']+)'|^import\s+'([^']+)'/gms)].map((match) => match[1] ?? match[2]);
+}
+
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
+}
+
+function resolveLocal(from: string, specifier: string): string {
+  return resolve(dirname(from), specifier.replace(/\.js$/, '.ts'));
+}
+
+describe('the package imports nothing from the app (issue 23)', () => {
+  it('names only Node built-ins, its own files, and its declared dependencies and peers', () => {
+    const declared = new Set([...Object.keys(PACKAGE.dependencies), ...Object.keys(PACKAGE.peerDependencies)]);
+    const builtins = new Set([...builtinModules, ...builtinModules.map((name) => `node:${name}`)]);
+    const offenders: string[] = [];
+    for (const file of sources(SRC)) {
+      const text = readFileSync(file, 'utf8');
+      for (const specifier of [...text.matchAll(/from\s+'([^']+)'|import\('([^']+)'\)/g)].map((m) => m[1] ?? m[2])) {
+        if (specifier.startsWith('.')) {
+          const target = resolveLocal(file, specifier);
+          if (relative(SRC, target).startsWith('..') || !existsSync(target)) offenders.push(`${relative(SRC, file)}: ${specifier}`);
+        } else if (!builtins.has(specifier) && !declared.has(packageName(specifier))) {
+          offenders.push(`${relative(SRC, file)}: ${specifier} (not a dependency or peer)`);
+        }
+      }
+    }
+    expect(sources(SRC).length).toBeGreaterThan(20);
+    expect(offenders).toEqual([]);
+  });
+
+  it("keeps the optional peers (ioredis, opossum, prom-client, @nestjs/swagger) out of the main entry's static import graph", () => {
+    const seen = new Set<string>();
+    const reached: string[] = [];
+    const walk = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const specifier of staticImports(file)) {
+        if (specifier.startsWith('.')) walk(resolveLocal(file, specifier));
+        else if (OPTIONAL_PEERS.includes(packageName(specifier))) reached.push(`${relative(SRC, file)} -> ${specifier}`);
+      }
+    };
+    walk(join(SRC, 'index.ts'));
+    expect(OPTIONAL_PEERS.sort()).toEqual(['@nestjs/swagger', 'ioredis', 'opossum', 'prom-client']);
+    expect(seen.size).toBeGreaterThan(20);
+    expect(reached).toEqual([]);
+  });
+
+  it('never imports its ./testing entry from its own code', () => {
+    const offenders = sources(SRC)
+      .filter((file) => !file.startsWith(join(SRC, 'testing')))
+      .filter((file) => staticImports(file).some((specifier) => /(^|\/)testing(\/index)?\.js$/.test(specifier)));
+    expect(offenders).toEqual([]);
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * Base of every error the package answers a client with: a stable
+ * snake_case `code` (problem+json's `code`), the HTTP `status` it maps to,
+ * and `retryAfterSeconds` when a retry of the same request can succeed.
+ * Map it in your exception filter with one `instanceof` branch.
+ */
+export abstract class IdempotencyError extends Error {
+  abstract readonly code: string;
+  abstract readonly status: number;
+  /** Seconds a client should wait before retrying the same request, when that can succeed. */
+  retryAfterSeconds?: number;
+
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class IdempotencyKeyMissingError extends IdempotencyError {
+  readonly code = 'idempotency_key_missing';
+  readonly status = 400;
+  constructor() {
+    super('This operation needs an Idempotency-Key header.');
+  }
+}
+
+export class IdempotencyKeyInvalidError extends IdempotencyError {
+  readonly code = 'idempotency_key_invalid';
+  readonly status = 400;
+  constructor() {
+    super('Idempotency-Key must be 1-255 printable ASCII characters.');
+  }
+}
+
+export class IdempotencyKeyReusedError extends IdempotencyError {
+  readonly code = 'idempotency_key_reused';
+  readonly status = 422;
+  constructor() {
+    super('This Idempotency-Key was already used with a different request body.');
+  }
+}
+
+export class IdempotencyKeyInUseError extends IdempotencyError {
+  readonly code = 'idempotency_key_in_use';
+  readonly status = 409;
+  constructor(retryAfterSeconds: number) {
+    super('A request with this Idempotency-Key is still in progress; retry later.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * Thrown by a fenced write (checkpoint, complete, fail) when the caller no
+ * longer owns the lease: someone else took the record over. The transaction
+ * it ran in aborts, so the stale worker changes nothing.
+ */
+export class LeaseLostError extends Error {
+  constructor(readonly recordId: string) {
+    super(`Lease on idempotency record lost (taken over by another worker)`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/**
+ * Thrown by a consumer's resume when its attempt ended failed without a
+ * response (abandoned: nothing was charged). The record is final already;
+ * the service reads it again and starts the next attempt.
+ */
+export class AttemptAbandonedError extends Error {
+  constructor(readonly recordId: string) {
+    super('Attempt abandoned; the record decides what happens next');
+    this.name = 'AttemptAbandonedError';
+  }
+}
+
+/**
+ * The request's data subject was erased after the request arrived: its claim
+ * was rolled back and it is answered 410 response_erased, like a key whose
+ * stored response was erased.
+ */
+export class SubjectErasedError extends Error {
+  constructor() {
+    super('The data subject of this request was erased after it arrived');
+    this.name = 'SubjectErasedError';
+  }
+}
+
+/**
+ * A business document this attempt would write already exists. Thrown by a
+ * consumer's unique backstop (e.g. one order per claim), or when the stored
+ * document differs from the one it would write (`detail` names how) - an
+ * identical one is adopted, never reported. The idempotency service counts
+ * it, notes it on the record (admin API) and stops; it pages.
+ */
+export class DuplicateClaimError extends Error {
+  constructor(
+    readonly what: string,
+    readonly detail: string | null = null,
+  ) {
+    super(
+      detail
+        ? `A ${what} already exists for this idempotency claim and differs from the one it would write (${detail})`
+        : `Unique backstop rejected a second ${what} for one idempotency claim`,
+    );
+    this.name = 'DuplicateClaimError';
+  }
+}
+
+export class IdempotencyKeyNotFoundError extends IdempotencyError {
+  readonly code = 'idempotency_key_not_found';
+  readonly status = 404;
+  constructor() {
+    super('No record for this Idempotency-Key in your account.');
+  }
+}
+
+export class IdempotencyOperationRequiredError extends IdempotencyError {
+  readonly code = 'idempotency_operation_required';
+  readonly status = 400;
+  constructor() {
+    super('This key is pending for several operations; name one with ?operation=.');
+  }
+}
+
+export class IdempotencyLeaseActiveError extends IdempotencyError {
+  readonly code = 'idempotency_lease_active';
+  readonly status = 409;
+  constructor(retryAfterSeconds: number, detail = 'The record is held by a live request; only an expired lease can be released.') {
+    super(detail);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * An erasure committed in MongoDB but Redis could not be told to drop the
+ * subject's cached answers. The erasure is safe to repeat: the client retries
+ * it (503 + Retry-After) until the cache has been told too.
+ */
+export class CacheInvalidationFailedError extends IdempotencyError {
+  readonly code = 'cache_invalidation_failed';
+  readonly status = 503;
+  constructor() {
+    super('The erasure was recorded, but cached responses could not be invalidated yet; retry the erasure.');
+    this.retryAfterSeconds = 2;
+  }
+}

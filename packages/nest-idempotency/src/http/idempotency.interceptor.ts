@@ -1,0 +1,93 @@
+import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { EMPTY, type Observable } from 'rxjs';
+import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
+import type { IdempotentOptions } from './idempotent.decorator.js';
+import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
+import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
+import type { PrefetchedOwner } from '../protocol/work.js';
+import type { StoreDownPolicy } from '../store/mongo-errors.js';
+
+/** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
+export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
+
+/** What a keyed handler receives: the validated client key and the route's declaration. */
+export interface IdempotencyKeyContext {
+  clientKey: string;
+  operation: string;
+  ttlSeconds?: number;
+  schemaVersion: number;
+  onStoreDown?: StoreDownPolicy;
+  method: string;
+  route: string;
+  /** Set by the interceptor: the key's record, read once before validation (IdempotencyService.lookUpEarly). */
+  prefetched?: PrefetchedOwner;
+}
+
+/** Kept on the raw Node request, where the request logger reads the operation. */
+export interface KeyedRequestState {
+  idempotency?: IdempotencyKeyContext;
+}
+
+export function keyedState(request: FastifyRequest): KeyedRequestState {
+  return request.raw as KeyedRequestState;
+}
+
+/**
+ * Runs after authentication and before validation pipes: a missing or
+ * malformed key is refused (400) before the body is even looked at. Then the
+ * key's record is read, once: a retry of an answered request gets its stored
+ * answer here, without validating the body again or reaching the handler
+ * (IdempotencyService.lookUpEarly); any other request goes on to validation
+ * and the handler, carrying the record read.
+ */
+@Injectable()
+export class IdempotencyKeyInterceptor implements NestInterceptor {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly idempotency: IdempotencyService,
+    @Inject(IDEMPOTENCY_SETTINGS) private readonly settings: IdempotencySettings,
+  ) {}
+
+  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+    const options = this.reflector.get<IdempotentOptions>(IDEMPOTENT_ROUTE_METADATA, context.getHandler());
+    const http = context.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    const key: IdempotencyKeyContext = {
+      clientKey: parseIdempotencyKey(idempotencyKeyHeader(request.raw)),
+      operation: options.operation,
+      ttlSeconds: options.ttlSeconds,
+      schemaVersion: options.schemaVersion ?? 1,
+      onStoreDown: options.onStoreDown ?? 'closed',
+      method: request.method,
+      route: request.routeOptions.url ?? request.url,
+    };
+    keyedState(request).idempotency = key;
+    // The app's tenant resolver (options.tenant) runs after its auth guard: no tenant is a wiring mistake, never a client's.
+    const tenant = this.settings.tenant(request);
+    if (!tenant) throw new Error('@Idempotent() route without a tenant: the tenant option returned none (is the route authenticated?)');
+    const early = await this.idempotency.lookUpEarly(key, tenant, request.body);
+    if (early.replay) {
+      sendIdempotentResult(http.getResponse<FastifyReply>(), early.replay);
+      return EMPTY;
+    }
+    key.prefetched = early.owner;
+    return next.handle();
+  }
+}
+
+/** Headers kept with a stored response and sent again on replay; nothing else is stored. */
+export const REPLAYED_HEADERS = ['content-type', 'location'];
+
+/** Writes an idempotent result: the original status, headers and bytes, plus the key's metadata. */
+export function sendIdempotentResult(reply: FastifyReply, result: IdempotentResult): void {
+  const { response } = result;
+  reply.status(response.status);
+  for (const name of REPLAYED_HEADERS) {
+    if (response.headers[name]) reply.header(name, response.headers[name]);
+  }
+  if (result.replayed) reply.header('idempotent-replayed', 'true');
+  reply.header('idempotency-expires', result.keyExpiresAt.toUTCString());
+  reply.send(response.body);
+}

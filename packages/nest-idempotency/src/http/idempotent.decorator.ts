@@ -1,0 +1,40 @@
+import { SetMetadata, UseInterceptors, applyDecorators, createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { IDEMPOTENT_ROUTE_METADATA, IdempotencyKeyInterceptor, keyedState, type IdempotencyKeyContext } from './idempotency.interceptor.js';
+import type { StoreDownPolicy } from '../store/mongo-errors.js';
+
+export { IDEMPOTENT_ROUTE_METADATA };
+
+export interface IdempotentOptions {
+  /** Stable operation name, part of the scope key (e.g. `orders.create`): lowercase, digits, `_ . -`. */
+  operation: string;
+  /** Retention of this route's keys; the module's `ttlSeconds` when absent. */
+  ttlSeconds?: number;
+  /** Bump when the response body changes shape: new keys are stored under it; keys already used keep their record. */
+  schemaVersion?: number;
+  /**
+   * When MongoDB, the store of record, is unreachable: 'closed' (default)
+   * answers 503 + Retry-After and runs nothing - the only choice for anything
+   * that moves money; 'open' runs the work's `withoutGuard` instead, for a
+   * route whose own writes are naturally idempotent (a PUT of a whole value).
+   */
+  onStoreDown?: StoreDownPolicy;
+}
+
+/**
+ * Declares a keyed operation: requires and validates `Idempotency-Key`
+ * before the handler runs, and answers a retry of an answered request from
+ * its record before validation. Documentation is `ApiIdempotent()` from
+ * `@idempotent-orders/nest-idempotency/openapi`.
+ */
+export function Idempotent(options: IdempotentOptions) {
+  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.operation)) throw new Error(`Invalid operation name ${options.operation}`);
+  return applyDecorators(SetMetadata(IDEMPOTENT_ROUTE_METADATA, options), UseInterceptors(IdempotencyKeyInterceptor));
+}
+
+/** The key context the @Idempotent interceptor validated for this request. */
+export const IdempotencyKey = createParamDecorator((_: unknown, context: ExecutionContext): IdempotencyKeyContext => {
+  const key = keyedState(context.switchToHttp().getRequest<FastifyRequest>()).idempotency;
+  if (!key) throw new Error('@IdempotencyKey() used on a route without @Idempotent()');
+  return key;
+});

@@ -1,0 +1,55 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiHeader, ApiResponse } from '@nestjs/swagger';
+
+/** Options of ApiIdempotent(). */
+export interface ApiIdempotentOptions {
+  /** The schema of your problem+json bodies. Default: `{ $ref: '#/components/schemas/Problem' }`. */
+  problemSchema?: Record<string, unknown>;
+}
+
+/**
+ * Documents a route declared `@Idempotent()` in OpenAPI: the
+ * `Idempotency-Key` header and the protocol's 400, 409 and 422 answers.
+ * Behaviour is `@Idempotent()`'s; this adds documentation only (needs
+ * `@nestjs/swagger`, an optional peer).
+ */
+export function ApiIdempotent(options: ApiIdempotentOptions = {}) {
+  const problemSchema = options.problemSchema ?? { $ref: '#/components/schemas/Problem' };
+  return applyDecorators(
+    ApiHeader({
+      name: 'Idempotency-Key',
+      required: true,
+      description:
+        'Client-chosen key (1-255 printable ASCII, a UUID is ideal), scoped to your API key and this operation. ' +
+        'A retry with the same key and body gets the original status and body back with `Idempotent-Replayed: true`.',
+    }),
+    ApiResponse({
+      status: 400,
+      description: '`idempotency_key_missing` or `idempotency_key_invalid`, or a validation error',
+      content: { 'application/problem+json': { schema: problemSchema } },
+    }),
+    ApiResponse({
+      status: 409,
+      description:
+        '`idempotency_key_in_use`: a request with this key is still in flight; retry after `Retry-After` seconds. ' +
+        '`idempotency_key_expired`: this key and body were answered before and the stored response is past retention; ' +
+        'the request is not repeated, `Location` names what the first one created (use a new key to repeat it)',
+      headers: {
+        'Retry-After': {
+          description: 'With `idempotency_key_in_use`: seconds until the in-flight lease expires',
+          schema: { type: 'integer' },
+        },
+        Location: {
+          description: 'With `idempotency_key_expired`: the resource the original request created, when it created one',
+          schema: { type: 'string' },
+        },
+      },
+      content: { 'application/problem+json': { schema: problemSchema } },
+    }),
+    ApiResponse({
+      status: 422,
+      description: '`idempotency_key_reused`: this key was used with a different body',
+      content: { 'application/problem+json': { schema: problemSchema } },
+    }),
+  );
+}

@@ -1,0 +1,100 @@
+import { createHash, createHmac } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
+
+export interface KeyScope {
+  tenant: string;
+  service: string;
+  operation: string;
+  clientKey: string;
+}
+
+/**
+ * `{tenant}:{service}:{operation}:key:{client key}` - the record id, and so
+ * the unit of mutual exclusion: every claim of one key, whatever response
+ * schema version the claiming instance runs, inserts this one `_id`, and the
+ * second insert fails (E11000) instead of creating a second record. The
+ * schema version is a field of the record and of its stored response.
+ *
+ * Tenant, service and operation never contain ':' (validated at config and
+ * declaration) and the client key comes last, so two scopes never build one
+ * string. The fourth segment is the literal `key`: ids of earlier releases
+ * had `v{N}` there (see LEGACY_SCOPE_KEY), so the two formats never collide
+ * either, even for a client key such as `v1:abc`.
+ */
+export function scopeKey(scope: KeyScope): string {
+  for (const part of [scope.tenant, scope.service, scope.operation]) {
+    if (part.length === 0 || part.includes(':')) throw new Error(`Invalid scope part "${part}"`);
+  }
+  return `${scope.tenant}:${scope.service}:${scope.operation}:key:${scope.clientKey}`;
+}
+
+/**
+ * Record ids written before the key became version-less:
+ * `{tenant}:{service}:{operation}:v{schema}:{client key}`. Such records are
+ * still read (and finished, replayed, reaped) until they expire; nothing
+ * creates them any more.
+ */
+export const LEGACY_SCOPE_KEY = /^[^:]+:[^:]+:[^:]+:v\d+:/;
+
+/**
+ * Every id an earlier release may have given this key's record: one per
+ * response schema version up to the route's current one (versions only go
+ * up), so the owner look-up stays a read by _id. The parts are those of
+ * scopeKey(scope), already checked there.
+ */
+export function legacyScopeKeys(scope: KeyScope, upToVersion: number): string[] {
+  return Array.from(
+    { length: upToVersion },
+    (_, index) => `${scope.tenant}:${scope.service}:${scope.operation}:v${index + 1}:${scope.clientKey}`,
+  );
+}
+
+/**
+ * A stable id for one attempt of one record incarnation. Consumers derive
+ * their resource ids from it (orders: the order id, and from that the charge
+ * key), so whoever resumes the attempt - the client's retry or the reaper -
+ * finds the same order and sends the provider the same charge key.
+ */
+export function deriveClaimId(recordId: string, createdAt: Date, attempt: number): string {
+  return createHash('sha256').update(`${recordId}\n${createdAt.toISOString()}\n${attempt}`).digest('hex').slice(0, 32);
+}
+
+/**
+ * A data subject as records keep it: an HMAC of tenant + subject id under
+ * PRIVACY_DIGEST_KEY, so a record never names a person in clear, an erasure
+ * can still find it, and nobody without the key can test a guessed id
+ * against it (an unkeyed hash of `cus_123` is found in a million guesses).
+ */
+export function subjectDigest(key: Buffer, tenant: string, subject: string): string {
+  return createHmac('sha256', key).update(`subject\n${tenant}\n${subject}`).digest('hex');
+}
+
+/**
+ * The unkeyed digest earlier releases wrote. Erasures still match it, so
+ * records, tombstones and erasures written before the upgrade are found;
+ * drop it one retention period (IDEMPOTENCY_TTL_SECONDS plus
+ * IDEMPOTENCY_TOMBSTONE_SECONDS) after the upgrade.
+ */
+export function legacySubjectDigest(tenant: string, subject: string): string {
+  return createHash('sha256').update(`${tenant}\n${subject}`).digest('hex');
+}
+
+/** The subject digests of this deployment: the one new documents carry, and every form an erasure must find. */
+@Injectable()
+export class SubjectDigests {
+  private readonly key: Buffer;
+
+  constructor(@Inject(IDEMPOTENCY_SETTINGS) config: IdempotencySettings) {
+    this.key = config.digestKey;
+  }
+
+  of(tenant: string, subject: string): string {
+    return subjectDigest(this.key, tenant, subject);
+  }
+
+  /** The keyed digest first, then the legacy one. */
+  forms(tenant: string, subject: string): string[] {
+    return [this.of(tenant, subject), legacySubjectDigest(tenant, subject)];
+  }
+}

@@ -1,0 +1,137 @@
+import { type Fingerprint, isErasedFingerprint, matchesAnyBody, sameFingerprint } from './fingerprint.js';
+import { randomUUID } from 'node:crypto';
+
+export type RecordStatus = 'pending' | 'complete' | 'failed';
+
+export interface RecordLease {
+  owner: string;
+  lockedAt: Date;
+  expiresAt: Date;
+  /**
+   * Set when the worker gave the lease back after a transient failure: the
+   * client's retry resumes the attempt (same order, same charge key), and the
+   * reaper leaves it alone until then. A lease that simply expired (dead
+   * worker) has none and is reaped at once. A new lease never carries it.
+   */
+  resumableUntil?: Date | null;
+}
+
+export interface SealedBody {
+  keyId: string;
+  iv: Buffer;
+  tag: Buffer;
+  data: Buffer;
+}
+
+export interface StoredResponseDoc {
+  status: number;
+  headers: Record<string, string>;
+  body: SealedBody;
+  schemaVersion: number;
+}
+
+export interface RecordConflict {
+  /** What the consumer could not write: payment, journal, outbox event, ... */
+  what: string;
+  detail: string | null;
+  at: Date;
+}
+
+/** The plain-object shape of an idempotency_records document. */
+export interface IdempotencyRecord {
+  _id: string;
+  tenant: string;
+  operation: string;
+  /** The key as the client sent it (also the tail of _id), for the tenant's admin look-ups. */
+  clientKey: string;
+  status: RecordStatus;
+  fingerprint: Fingerprint;
+  /** Response schema version (also part of the scope key). */
+  schemaVersion: number;
+  /** Retention of this key: it is kept at least this long after it is first used and after it finishes. */
+  ttlSeconds: number;
+  /** Fencing counter: +1 each time a failed attempt is restarted. */
+  attempt: number;
+  lease: RecordLease | null;
+  /** Where the consumer's work stands (orders: pending, charged, ...). */
+  recoveryPoint: string | null;
+  /** Digest of the consumer's data subject (orders: the customer id), for erasure; never the id itself. */
+  subject: string | null;
+  response: StoredResponseDoc | null;
+  /**
+   * Set when the attempt found a document it would write already there with
+   * other content: it cannot finish without a human. Shown by the admin API;
+   * the reaper leaves such a record alone (a release hands it over again).
+   */
+  conflict: RecordConflict | null;
+  createdAt: Date;
+  updatedAt: Date;
+  expiresAt: Date;
+  /** Set only once the record is final: the TTL index never collects unfinished work. */
+  purgeAt: Date | null;
+}
+
+/** A plain response to store and replay: body is the exact bytes sent the first time. */
+export interface IdempotentResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What a worker holds while it drives one attempt; every fenced write checks `owner`. */
+export interface Lease {
+  recordId: string;
+  owner: string;
+  attempt: number;
+  claimId: string;
+  schemaVersion: number;
+  ttlSeconds: number;
+  /**
+   * End of the key's retention. Finishing the attempt extends it to at least
+   * TTL from then (IdempotencyAttempts updates this field), so a response is
+   * never stored already expired.
+   */
+  keyExpiresAt: Date;
+  recoveryPoint: string | null;
+  /** The fingerprint the record finished with (set by IdempotencyAttempts when it finishes). */
+  finishedFingerprint?: Fingerprint;
+}
+
+/** A fresh lease (new owner token unless renewing one) that runs for `timeoutMs` from `now`. */
+export function newLease(now: Date, timeoutMs: number, owner: string = randomUUID()): RecordLease {
+  return { owner, lockedAt: now, expiresAt: new Date(now.getTime() + timeoutMs) };
+}
+
+export type RecordDecision =
+  /** Finished and past retention: treated as absent, replaced by a new claim. */
+  | 'replace_expired'
+  /** Same key, other request. */
+  | 'mismatch'
+  /** Finished with a stored response: send it again. */
+  | 'replay'
+  /** Someone holds a live lease: wait, then 409. */
+  | 'in_flight'
+  /** Unfinished and its lease expired: take the lease and resume. */
+  | 'take_over'
+  /** Failed without a stored response (abandoned): start a new attempt. */
+  | 'restart'
+  /** Its data subject was erased and it has no stored response: answer 410, never run the request again. */
+  | 'erased';
+
+/**
+ * What to do with a record found under the key. Unfinished work is never
+ * replaced, even past its expiry: it may hold a charge that only resuming
+ * can account for.
+ */
+export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now: Date): RecordDecision {
+  const finished = record.status !== 'pending';
+  if (finished && record.expiresAt.getTime() <= now.getTime()) return 'replace_expired';
+  // An erased record keeps a keyed fingerprint: another body gets 422 as before the erasure. Only
+  // one the previous release erased kept none, and answers any body with its stored (410) answer.
+  if (!matchesAnyBody(record.fingerprint) && !sameFingerprint(record.fingerprint, fingerprint)) return 'mismatch';
+  if (finished && record.response) return 'replay';
+  // An abandoned attempt of an erased subject: a new attempt would store the erased data again.
+  if (finished) return isErasedFingerprint(record.fingerprint) ? 'erased' : 'restart';
+  const leaseLive = record.lease !== null && record.lease.expiresAt.getTime() > now.getTime();
+  return leaseLive ? 'in_flight' : 'take_over';
+}

@@ -1,0 +1,50 @@
+import type { ClientSession } from 'mongoose';
+import type { RequestFingerprint } from './fingerprint.js';
+import type { IdempotencyRecord, IdempotentResponse, Lease } from './record.js';
+import type { StoreDownPolicy } from '../store/mongo-errors.js';
+
+export interface IdempotentRequest {
+  tenant: string;
+  operation: string;
+  clientKey: string;
+  schemaVersion: number;
+  ttlSeconds: number;
+  fingerprint: RequestFingerprint;
+  /** Data subject for erasure (orders: the customer id); stored only as a digest. */
+  subject?: string;
+  /** When the request arrived (the Clock's time): an erasure of its subject after that stops it. */
+  receivedAt: Date;
+  /** The route's choice when MongoDB is unreachable (@Idempotent({ onStoreDown })); 'closed' when absent. */
+  onStoreDown?: StoreDownPolicy;
+  /** The key's record as read before validation (IdempotencyService.lookUpEarly): the first round uses it instead of reading again. */
+  prefetched?: PrefetchedOwner;
+}
+
+/** A look-up already made for this request; `record` null means the key had no record then. */
+export interface PrefetchedOwner {
+  record: IdempotencyRecord | null;
+}
+
+/** A consumer's work, split where the claim transaction ends. */
+export interface IdempotentWork {
+  /** First business writes; runs inside the claim transaction, so it may run more than once. */
+  begin(session: ClientSession, lease: Lease): Promise<void>;
+  /**
+   * Drives the attempt to its end and returns the response it stored with
+   * IdempotencyAttempts.complete/fail. Throwing means "not finished, nothing to store": the
+   * lease is released and the record stays resumable.
+   */
+  resume(lease: Lease): Promise<IdempotentResponse>;
+  /**
+   * Only for routes declared `onStoreDown: 'open'`, whose own writes are
+   * naturally idempotent: the whole operation, run when the idempotency store
+   * is unreachable. Nothing is recorded and nothing will be replayed.
+   */
+  withoutGuard?(): Promise<IdempotentResponse>;
+}
+
+export interface IdempotentResult {
+  response: IdempotentResponse;
+  replayed: boolean;
+  keyExpiresAt: Date;
+}

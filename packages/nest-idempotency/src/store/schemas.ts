@@ -1,0 +1,138 @@
+import { Schema } from 'mongoose';
+import type { IdempotencyRecord } from '../protocol/record.js';
+import type { Tombstone } from '../protocol/tombstones.js';
+
+export const IDEMPOTENCY_RECORD_MODEL = 'IdempotencyRecord';
+
+const LeaseSchema = new Schema(
+  {
+    owner: { type: String, required: true },
+    lockedAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+    resumableUntil: { type: Date, default: null },
+  },
+  { _id: false },
+);
+
+const SealedBodySchema = new Schema({ keyId: String, iv: Buffer, tag: Buffer, data: Buffer }, { _id: false });
+
+const ResponseSchema = new Schema(
+  {
+    status: { type: Number, required: true },
+    headers: { type: Schema.Types.Mixed, default: {} },
+    body: { type: SealedBodySchema, required: true },
+    schemaVersion: { type: Number, required: true },
+  },
+  { _id: false },
+);
+
+export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
+  {
+    _id: { type: String, required: true },
+    tenant: { type: String, required: true },
+    operation: { type: String, required: true },
+    clientKey: { type: String, required: true },
+    status: { type: String, enum: ['pending', 'complete', 'failed'], required: true },
+    fingerprint: {
+      type: new Schema({ algorithm: String, value: String }, { _id: false }),
+      required: true,
+    },
+    schemaVersion: { type: Number, required: true },
+    ttlSeconds: { type: Number, required: true },
+    attempt: { type: Number, required: true },
+    lease: { type: LeaseSchema, default: null },
+    recoveryPoint: { type: String, default: null },
+    subject: { type: String, default: null },
+    response: { type: ResponseSchema, default: null },
+    conflict: {
+      type: new Schema(
+        { what: { type: String, required: true }, detail: { type: String, default: null }, at: { type: Date, required: true } },
+        { _id: false },
+      ),
+      default: null,
+    },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+    purgeAt: { type: Date, default: null },
+  },
+  { collection: 'idempotency_records', versionKey: false, strict: 'throw' },
+);
+
+// Garbage collection only: expiry itself is enforced in code on every lookup.
+IdempotencyRecordSchema.index({ purgeAt: 1 }, { expireAfterSeconds: 0, name: 'purge_ttl' });
+// The reaper's scan: pending records whose lease ran out and whose resume window (if any) is over. The
+// window is part of the key, so a record released into its window during a provider outage is never
+// scanned (each branch of findStale's $or is an index range). Replaces `reaper_scan` ({status,
+// lease.expiresAt}), which walked every released record on every pass; drop that one after upgrading.
+IdempotencyRecordSchema.index({ status: 1, 'lease.resumableUntil': 1, 'lease.expiresAt': 1 }, { name: 'reaper_window_scan' });
+// The oldest-pending gauge: an indexed sort, not an in-memory one on every reaper pass.
+IdempotencyRecordSchema.index({ status: 1, createdAt: 1 }, { name: 'pending_age' });
+// The tenant's admin look-up by client key.
+IdempotencyRecordSchema.index({ tenant: 1, clientKey: 1 }, { name: 'tenant_client_key' });
+// Erasure of one data subject's stored responses.
+IdempotencyRecordSchema.index({ tenant: 1, subject: 1 }, { name: 'tenant_subject' });
+
+export const IDEMPOTENCY_TOMBSTONE_MODEL = 'IdempotencyTombstone';
+
+export const IdempotencyTombstoneSchema = new Schema<Tombstone>(
+  {
+    _id: { type: String, required: true },
+    scope: { type: String, required: true },
+    fingerprint: { type: new Schema({ algorithm: String, value: String }, { _id: false }), required: true },
+    status: { type: Number, required: true },
+    location: { type: String, default: null },
+    finishedAt: { type: Date, required: true },
+    subject: { type: String, default: null },
+    expiresAt: { type: Date, required: true },
+  },
+  { collection: 'idempotency_tombstones', versionKey: false, strict: 'throw' },
+);
+
+// Garbage collection only: a lookup ignores a tombstone past expiresAt itself (decideLateRetry).
+IdempotencyTombstoneSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'tombstone_ttl' });
+// Erasure of one data subject's tombstones; most have a subject, so a plain index.
+IdempotencyTombstoneSchema.index({ subject: 1 }, { name: 'tombstone_subject' });
+
+export const SUBJECT_LOCK_MODEL = 'IdempotencySubjectLock';
+
+/** Per data subject (its digest) a few stripes, written by its claims and erasures (SubjectLockRepository). */
+export interface SubjectLock {
+  _id: string;
+  updatedAt: Date;
+  /** The subject's last erasure: a request received before it never starts an attempt after it. */
+  erasedAt?: Date | null;
+  /**
+   * When the stripe may go (TTL): a stripe is only a meeting point, and its
+   * erasedAt matters only to requests received before that erasure, which
+   * never outlive a retention period. Each write sets it a retention ahead.
+   */
+  expiresAt?: Date;
+}
+
+export const SubjectLockSchema = new Schema<SubjectLock>(
+  {
+    _id: { type: String, required: true },
+    updatedAt: { type: Date, required: true },
+    erasedAt: { type: Date, default: null },
+    expiresAt: { type: Date },
+  },
+  { collection: 'idempotency_subjects', versionKey: false, strict: 'throw' },
+);
+
+SubjectLockSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'subject_ttl' });
+
+/**
+ * The package's own tokens of its models and connection, aliased in the
+ * module to `@nestjs/mongoose`'s tokens on the connection the extras name
+ * (decorators cannot know it: they run when the class is defined).
+ */
+export const IDEMPOTENCY_CONNECTION = Symbol('IDEMPOTENCY_CONNECTION');
+export const modelToken = (model: string): string => `IdempotencyModel:${model}`;
+
+/** The package's collections, for MongooseModule.forFeature (on the connection named in the module's extras). */
+export const IDEMPOTENCY_MODELS = [
+  { name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema },
+  { name: SUBJECT_LOCK_MODEL, schema: SubjectLockSchema },
+  { name: IDEMPOTENCY_TOMBSTONE_MODEL, schema: IdempotencyTombstoneSchema },
+];

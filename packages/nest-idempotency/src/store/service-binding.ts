@@ -1,0 +1,49 @@
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { IDEMPOTENCY_CONNECTION } from './schemas.js';
+import type { Connection } from 'mongoose';
+import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
+import { IdempotencyClock } from '../ports.js';
+
+export class ServiceNameChangedError extends Error {
+  constructor(stored: string, configured: string) {
+    super(
+      `SERVICE_NAME is "${configured}" but this database's idempotency records belong to "${stored}". ` +
+        'The service name is part of every record id: renaming it would forget every live key (pending work claimed ' +
+        'again, a second charge). Keep SERVICE_NAME, or give the renamed service its own database ' +
+        '(docs/runbooks/response-schema-drift.md, "Renaming the service").',
+    );
+    this.name = 'ServiceNameChangedError';
+  }
+}
+
+interface ServiceBindingDoc {
+  _id: 'service';
+  name: string;
+  since: Date;
+}
+
+/**
+ * Binds the database to one SERVICE_NAME at boot (the first boot writes it,
+ * every later one compares): the name is part of every record id (scope-key.ts),
+ * so a silent rename would forget every live key at once. Refusing to start
+ * is the safe answer to a configuration mistake that would otherwise charge
+ * twice.
+ */
+@Injectable()
+export class ServiceBinding implements OnApplicationBootstrap {
+  constructor(
+    @Inject(IDEMPOTENCY_CONNECTION) private readonly connection: Connection,
+    @Inject(IDEMPOTENCY_SETTINGS) private readonly app: IdempotencySettings,
+    private readonly clock: IdempotencyClock,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const meta = this.connection.db!.collection<ServiceBindingDoc>('idempotency_meta');
+    const bound = await meta.findOneAndUpdate(
+      { _id: 'service' },
+      { $setOnInsert: { name: this.app.serviceName, since: this.clock.now() } },
+      { upsert: true, returnDocument: 'after' },
+    );
+    if (bound && bound.name !== this.app.serviceName) throw new ServiceNameChangedError(bound.name, this.app.serviceName);
+  }
+}

@@ -1,0 +1,90 @@
+import { ApiProperty } from '@nestjs/swagger';
+import type { ReaperDecision, RecordStatus } from '@idempotent-orders/nest-idempotency';
+
+// Exhaustive over the types: a status or decision added without a line here does not compile.
+const STATUSES: Record<RecordStatus, true> = { pending: true, complete: true, failed: true };
+const DECISIONS: Record<ReaperDecision, true> = { completed: true, abandoned: true, lost_lease: true, error: true, skipped: true };
+
+const DATE_TIME = { type: 'string', format: 'date-time' } as const;
+
+/** The documented shape of recordView() (idempotency-admin.service.ts): never the stored body. */
+export class IdempotencyRecordResponse {
+  @ApiProperty({ example: 'orders.create' })
+  operation: string;
+
+  @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'Response schema version the record was stored under' })
+  schemaVersion: number;
+
+  @ApiProperty({ enum: Object.keys(STATUSES), example: 'complete' })
+  status: string;
+
+  @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'Goes up by one each time a failed attempt is restarted' })
+  attempt: number;
+
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'saved',
+    description: "Where the operation's work stands (orders: e.g. `charged`, `saved`); null before the first checkpoint",
+  })
+  recoveryPoint: string | null;
+
+  // Inline rather than a class: OpenAPI 3.0 cannot make a $ref nullable without an allOf that tools read differently.
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    selfRequired: true,
+    description: "A pending record's lease (`expiresAt` in the past: given back, or its worker died); null once the record is final",
+    properties: { lockedAt: DATE_TIME, expiresAt: DATE_TIME },
+    required: ['lockedAt', 'expiresAt'],
+  })
+  lease: { lockedAt: string; expiresAt: string } | null;
+
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    example: 201,
+    description: 'Status of the stored response; null while pending or when nothing was stored',
+  })
+  responseStatus: number | null;
+
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    selfRequired: true,
+    description:
+      'Why a pending attempt cannot finish on its own: a document it would write (payment, journal, outbox event) exists with other ' +
+      'content. The reaper leaves such a record to a human (docs/runbooks/half-applied-state.md); null otherwise',
+    properties: {
+      what: { type: 'string', example: 'payment' },
+      detail: { type: 'string', nullable: true, example: 'payment pay_3b1c differs in amountMinor' },
+      at: DATE_TIME,
+    },
+    required: ['what', 'detail', 'at'],
+  })
+  conflict: { what: string; detail: string | null; at: string } | null;
+
+  @ApiProperty(DATE_TIME)
+  createdAt: string;
+
+  @ApiProperty({ ...DATE_TIME, description: 'When the key stops being remembered' })
+  expiresAt: string;
+}
+
+export class IdempotencyKeyResponse {
+  @ApiProperty({ example: '8e0f3b1c-6f0e-4c39-9d55-2d3c1f0a7b21' })
+  key: string;
+
+  @ApiProperty({ type: [IdempotencyRecordResponse], description: 'One record per operation the key was used for, oldest first' })
+  records: IdempotencyRecordResponse[];
+}
+
+export class ReleaseKeyResponse {
+  @ApiProperty({
+    enum: Object.keys(DECISIONS),
+    example: 'abandoned',
+    description:
+      '`completed` or `abandoned`: the reaper finished the attempt; `lost_lease`: someone else took it first; `error`: it could not reconcile and gave the key back; `skipped`: no reconciler for the operation',
+  })
+  decision: string;
+}

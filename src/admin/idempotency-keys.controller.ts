@@ -1,0 +1,43 @@
+import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../auth/scopes.js';
+import { Tenant } from '../auth/tenant.js';
+import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
+import { IdempotencyAdminService, parseIdempotencyKey } from '@idempotent-orders/nest-idempotency';
+import { IdempotencyKeyResponse, ReleaseKeyResponse } from './idempotency-key.response.js';
+
+@ApiTags('idempotency-keys')
+@ApiBearerAuth()
+@ApiProblemResponse(400, '`idempotency_key_invalid`: the key in the path is not 1-255 printable ASCII characters')
+@ApiProblemResponse(401, '`unauthorized`: missing or unknown API key')
+@ApiProblemResponse(429, '`rate_limited`: too many requests for your tenant; see Retry-After', RETRY_AFTER_HEADER)
+@ApiProblemResponse(503, '`store_unavailable`: retry after Retry-After', RETRY_AFTER_HEADER)
+@RequireScope('admin')
+@Controller({ path: 'idempotency-keys', version: '1' })
+export class IdempotencyKeysController {
+  constructor(private readonly admin: IdempotencyAdminService) {}
+
+  @Get(':key')
+  @ApiOperation({ summary: 'One of your keys: status, lease, expiry and recovery point per operation (never the stored body)' })
+  @ApiOkResponse({ type: IdempotencyKeyResponse, description: "The key's records" })
+  @ApiProblemResponse(404, '`idempotency_key_not_found`')
+  describe(@Tenant() tenant: string, @Param('key') key: string) {
+    return this.admin.describe(tenant, parseIdempotencyKey(key));
+  }
+
+  @Post(':key/release')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Hand a pending key whose lease expired to the reaper now (never a live lease)' })
+  @ApiQuery({ name: 'operation', required: false, description: 'Needed only when the key is pending for several operations' })
+  @ApiOkResponse({ type: ReleaseKeyResponse, description: "What the reaper did with the key's pending attempt" })
+  @ApiProblemResponse(400, '`idempotency_key_invalid`, or `idempotency_operation_required`: the key is pending for several operations')
+  @ApiProblemResponse(404, '`idempotency_key_not_found`: no pending record for this key (and operation)')
+  @ApiProblemResponse(
+    409,
+    '`idempotency_lease_active`: a live request holds the key; Retry-After is when its lease expires',
+    RETRY_AFTER_HEADER,
+  )
+  release(@Tenant() tenant: string, @Param('key') key: string, @Query('operation') operation?: string) {
+    return this.admin.release(tenant, parseIdempotencyKey(key), typeof operation === 'string' ? operation : undefined);
+  }
+}
