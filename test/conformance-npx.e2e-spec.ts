@@ -25,7 +25,6 @@ import {
 
 const GLOBEX_SECRET = 'globex-secret-0123456789';
 const PACKAGE_DIR = fileURLToPath(new URL('../packages/idempotency-conformance', import.meta.url));
-const NAME = '@idempotent-orders/idempotency-conformance';
 const COMMAND_TIMEOUT_MS = 30_000;
 
 interface Ran {
