@@ -1,4 +1,4 @@
-// The conformance kit (conformance/) against the built service as a real
+// The conformance kit (@idempotent-orders/idempotency-conformance) against the built service as a real
 // process on a real port, as a team runs it against its deployment; then
 // against "copies with one rule broken" (a proxy that breaks the rule on the
 // wire), to show each broken rule FAILs its rows and no others.
@@ -9,9 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MongoClient } from 'mongodb';
-import type { RowId } from '../conformance/rows.js';
-import type { Report } from '../conformance/report.js';
-import { runConformance } from '../conformance/run.js';
+import { runConformance, type Report, type RowId } from '@idempotent-orders/idempotency-conformance';
 import { findViolations } from './support/invariants.js';
 import {
   ignoreTenant,
@@ -32,12 +30,13 @@ import {
 } from './support/service-process.js';
 
 const GLOBEX_SECRET = 'globex-secret-0123456789';
-const CLI_JS = fileURLToPath(new URL('../dist/conformance/cli.js', import.meta.url));
+// The package's bin as built by `npm run build` (build:packages); test/conformance-npx.e2e-spec.ts runs it from its tarball.
+const CLI_JS = fileURLToPath(new URL('../packages/idempotency-conformance/dist/cli.js', import.meta.url));
 
 /**
  * The service's honest state today: none. A row listed here is reported
  * XFAIL with its evidence, and the day it passes the kit turns it into a
- * FAIL, so the list cannot outlive a fix (conformance/*.spec.ts test that).
+ * FAIL, so the list cannot outlive a fix (the package's report.spec.ts tests that).
  */
 const KNOWN_FAILURES: Partial<Record<RowId, string>> = {};
 

@@ -34,6 +34,7 @@ export interface ConformanceOptions {
   onRow?: (row: RowResult) => void;
 }
 
+/** What resolveOptions fills in for an option not given (the CLI also defaults the report paths to these). */
 export const DEFAULTS = {
   path: '/v1/orders',
   varyField: 'customerId',
@@ -55,6 +56,7 @@ export type ResolvedOptions = Omit<ConformanceOptions, 'tokenB' | 'keyStatusPath
     expectFail: Partial<Record<RowId, string>>;
   };
 
+/** An invalid option or body file: nothing was sent; the CLI exits 2 and prints HELP. */
 export class UsageError extends Error {}
 
 /** Defaults filled in and every value checked before the first request is sent. */
@@ -178,9 +180,11 @@ function rowList(values: string[] | undefined, flag: string): Partial<Record<Row
   return rows;
 }
 
+/** The `--help` text: every flag with its default, the rows and the exit codes. */
 export const HELP = `Idempotency conformance kit: checks a deployment's idempotent POST route over HTTP only.
 
-Usage: npm run conformance -- --base-url URL --token T [--token-b T2] [options]
+Usage: idempotency-conformance --base-url URL --token T [--token-b T2] [options]
+       (npx @idempotent-orders/idempotency-conformance ... without installing it)
 
   --base-url URL          the deployment (http or https; a path prefix is kept)
   --token T               tenant A's API key (or env CONFORMANCE_TOKEN)

@@ -2,6 +2,7 @@
 // default), the same JSON with its keys reordered, "another body" for the
 // same key, and the body that makes the payment provider fail.
 
+/** A JSON value: a request body as the kit sends it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 export interface BodySpec {

@@ -12,6 +12,12 @@ import { resolveOptions, UsageError, type ConformanceOptions, type ResolvedOptio
 import { applyExpectation, countRows, redactUrl, type Report, type RowResult } from './report.js';
 import { ROWS, type Row, type RowContext, type RowOutcome } from './rows.js';
 
+/**
+ * Runs every row, in order, against one deployment and resolves to the report
+ * (writing the JUnit XML and JSON reports when their paths are given). A row that
+ * cannot finish is a FAIL saying why, never a rejection; an invalid option
+ * rejects with UsageError before the first request is sent.
+ */
 export async function runConformance(input: ConformanceOptions): Promise<Report> {
   const options = resolveOptions(input);
   const runId = randomBytes(6).toString('hex');

@@ -4,6 +4,7 @@ import type { Evidence } from './evidence.js';
 /** XFAIL: a FAIL the caller declared known (--expect-fail); it does not fail the run. */
 export type RowStatus = VerdictStatus | 'XFAIL';
 
+/** One row's result: what it checks (title, clause), its status, why, and what it saw. */
 export interface RowResult {
   id: string;
   title: string;
@@ -14,6 +15,7 @@ export interface RowResult {
   durationMs: number;
 }
 
+/** One run against one deployment; the JSON report is this object. */
 export interface Report {
   tool: 'idempotency-conformance';
   baseUrl: string;
@@ -55,6 +57,7 @@ export function redactUrl(url: string): string {
   return parsed.toString().replace(/\/$/, '');
 }
 
+/** The CLI's exit code: 0 when no row FAILed (XFAIL and SKIP do not fail a run), else 1. */
 export const exitCodeFor = (report: Report): number => (report.conformant ? 0 : 1);
 
 const BODY_SHOWN = 100;
@@ -78,6 +81,7 @@ export function formatEvidence(item: Evidence): string {
   return `${item.label}: ${item.status}${headers.length > 0 ? ` [${headers.join('; ')}]` : ''}${body}`;
 }
 
+/** The line printed after the rows: the counts, the verdict, requests, time and target. */
 export function formatSummary(report: Report): string {
   const { PASS, FAIL, SKIP, XFAIL } = report.counts;
   const verdict = report.conformant ? 'no FAIL' : 'NOT CONFORMANT';

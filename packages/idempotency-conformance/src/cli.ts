@@ -1,4 +1,6 @@
-// `npm run conformance -- --base-url URL --token T [...]`: see HELP in options.ts.
+#!/usr/bin/env node
+// The package's bin: `npx @idempotent-orders/idempotency-conformance --base-url URL --token T [...]`
+// (or `idempotency-conformance ...` once installed); see HELP in options.ts.
 import { readFile } from 'node:fs/promises';
 import type { Json } from './bodies.js';
 import { HELP, parseCliArgs, UsageError, type BodyFiles, type ConformanceOptions } from './options.js';
@@ -40,7 +42,7 @@ main().then(
   },
   (error: unknown) => {
     if (error instanceof UsageError) {
-      console.error(`conformance: ${error.message}\n\n${HELP}`);
+      console.error(`idempotency-conformance: ${error.message}\n\n${HELP}`);
       process.exitCode = 2;
       return;
     }

@@ -26,6 +26,7 @@ import { evidenceOf, type Evidence } from './evidence.js';
 import { isAnswer, type Answer, type KitHttp, type Reply } from './http.js';
 import { startLossyProxy } from './lossy-proxy.js';
 
+/** Every row's id, in the order the rows run. */
 export const ROW_IDS = [
   'missing-key',
   'malformed-key',
@@ -43,8 +44,10 @@ export const ROW_IDS = [
   'unauthenticated',
 ] as const;
 
+/** A row's id, as --skip and --expect-fail name it. */
 export type RowId = (typeof ROW_IDS)[number];
 
+/** Whether a string is one of ROW_IDS. */
 export const isRowId = (value: string): value is RowId => (ROW_IDS as readonly string[]).includes(value);
 
 export interface RowSettings {
