@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { MongoClient } from 'mongodb';
 import { IdempotentClient, IdempotentRequestError, MemoryKeyStore, type RetryPolicyOptions } from '@idempotent-orders/idempotent-client';
-import { startLossyProxy, type LossyProxy } from '../conformance/lossy-proxy.js';
+import { startLossyProxy, type LossyProxy } from '@idempotent-orders/idempotency-conformance';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
 import { orderBody } from './support/fixtures.js';
 import { findViolations } from './support/invariants.js';

@@ -53,3 +53,8 @@ export { formatSummary } from './report.js';
 
 /** The command line's exit code for a report: 0 when no row FAILed, else 1. */
 export { exitCodeFor } from './report.js';
+
+/** The kit's lossy TCP proxy (drops answers, refuses connections), for clients' own exactly-once tests. */
+export { startLossyProxy } from './lossy-proxy.js';
+/** A running lossy proxy: its address and its switches. */
+export type { LossyProxy } from './lossy-proxy.js';
