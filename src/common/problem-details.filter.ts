@@ -32,7 +32,10 @@ export function toProblemResponse(error: unknown, logger: Logger): ProblemRespon
     return withRetryAfter(problem(status, error.code, error.message, error.extensions), error.retryAfterSeconds);
   }
   // The idempotency package's refusals carry their own status.
-  if (error instanceof IdempotencyError) return withRetryAfter(problem(error.status, error.code, error.message), error.retryAfterSeconds);
+  if (error instanceof IdempotencyError) {
+    const response = withRetryAfter(problem(error.status, error.code, error.message, error.extensions), error.retryAfterSeconds);
+    return { ...response, headers: { ...error.headers, ...response.headers } };
+  }
   // Nest wraps Fastify's own errors (body parsing, limits) in an HttpException with the original as cause.
   const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   if (typeof fastifyCode === 'string' && FASTIFY_ERRORS[fastifyCode]) {

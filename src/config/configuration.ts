@@ -169,6 +169,16 @@ class EnvironmentVariables {
   @Max(86400000)
   IDEMPOTENCY_RESUME_WINDOW_MS: number = 300000;
 
+  // The duplicate guard on POST /v1/orders (same body under a new key within the window: 409 possible_duplicate). 0 = off.
+  @IsInt()
+  @Min(0)
+  @Max(86400)
+  DUPLICATE_GUARD_WINDOW_SECONDS: number = 0;
+
+  // Tenants the duplicate guard applies to: `*` (every tenant) or a comma-separated list.
+  @IsString()
+  DUPLICATE_GUARD_TENANTS: string = '*';
+
   // Up to ten years: a tombstone is a few hundred bytes, and a late retry can come from a very old outbox.
   @IsInt()
   @Min(1)
@@ -410,6 +420,8 @@ export interface IdempotencySettings {
    */
   digestKey: Buffer;
   usingDevDigestKey: boolean;
+  /** The duplicate guard: null when off (DUPLICATE_GUARD_WINDOW_SECONDS=0, the default). */
+  duplicateGuard: { windowSeconds: number; tenants: '*' | string[] } | null;
 }
 
 export interface CipherKey {
@@ -542,6 +554,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
     );
   }
   const metrics = metricsSettings(env, devAllowed, host, problems);
+  const duplicateGuard = duplicateGuardConfig(env.DUPLICATE_GUARD_WINDOW_SECONDS, env.DUPLICATE_GUARD_TENANTS, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
 
   return {
@@ -596,6 +609,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       usingDevEncryptionKey: cipherKeys.dev,
       digestKey: digestKey.key,
       usingDevDigestKey: digestKey.dev,
+      duplicateGuard,
     },
     reaper: {
       enabled: env.REAPER_ENABLED,
@@ -816,4 +830,16 @@ function redisHasAuth(url: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** DUPLICATE_GUARD_WINDOW_SECONDS (0 = off) and DUPLICATE_GUARD_TENANTS (`*` or tenant,tenant). */
+function duplicateGuardConfig(
+  windowSeconds: number,
+  tenants: string,
+  problems: string[],
+): { windowSeconds: number; tenants: '*' | string[] } | null {
+  const list = tenants.trim() === '*' ? '*' : tenants.split(',').map((tenant) => tenant.trim());
+  if (list !== '*' && list.some((tenant) => !/^[A-Za-z0-9_-]{1,64}$/.test(tenant)))
+    problems.push('DUPLICATE_GUARD_TENANTS: `*` or a comma-separated list of tenants (1-64 letters, digits, _ or -)');
+  return windowSeconds > 0 ? { windowSeconds, tenants: list } : null;
 }

@@ -55,8 +55,21 @@ export const AppIdempotencyModule = IdempotencyModule.forRootAsync({
           },
         }
       : undefined,
+    duplicateGuard: idempotency.duplicateGuard
+      ? {
+          windowSeconds: idempotency.duplicateGuard.windowSeconds,
+          tenants: tenantsOf(idempotency.duplicateGuard.tenants),
+        }
+      : undefined,
     // DatabaseBootstrap creates every model's collection and indexes, the package's included.
     indexes: 'manual',
     bypass: app.benchDisableIdempotency,
   }),
 });
+
+/** DUPLICATE_GUARD_TENANTS: `*` (every tenant) or the listed ones. */
+function tenantsOf(tenants: '*' | string[]): (tenant: string) => boolean {
+  if (tenants === '*') return () => true;
+  const listed = new Set(tenants);
+  return (tenant) => listed.has(tenant);
+}

@@ -22,7 +22,7 @@ export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
   @Post()
-  @Idempotent({ operation: CREATE_ORDER_OPERATION })
+  @Idempotent({ operation: CREATE_ORDER_OPERATION, duplicateGuard: true })
   @ApiIdempotent()
   @ApiOperation({ summary: 'Create and pay an order, exactly once per Idempotency-Key' })
   @ApiCreatedResponse({

@@ -97,6 +97,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
       'idempotency_records',
       'idempotency_subjects',
       'idempotency_tombstones',
+      'idempotency_duplicate_guard',
       'orders',
       'payments',
       'ledger_entries',

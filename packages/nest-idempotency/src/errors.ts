@@ -9,6 +9,10 @@ export abstract class IdempotencyError extends Error {
   abstract readonly status: number;
   /** Seconds a client should wait before retrying the same request, when that can succeed. */
   retryAfterSeconds?: number;
+  /** Problem+json members beside the standard ones (e.g. `location`), when the refusal has more to say. */
+  extensions?: Record<string, unknown>;
+  /** Response headers beside Retry-After (e.g. `location`), lower-case names. */
+  headers?: Record<string, string>;
 
   constructor(message: string) {
     super(message);
@@ -46,6 +50,44 @@ export class IdempotencyKeyInUseError extends IdempotencyError {
   constructor(retryAfterSeconds: number) {
     super('A request with this Idempotency-Key is still in progress; retry later.');
     this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * The duplicate guard (opt-in per route and per tenant): this tenant sent
+ * the same body to the same operation under another key within the
+ * guard's window. `location` is the earlier request's result once it has
+ * one (header `Location` and problem member `location`); while the earlier
+ * request is still in flight there is none yet and `retryAfterSeconds` says
+ * when to ask again. Send `Idempotency-Intent: new` to mean a second one.
+ */
+export class PossibleDuplicateError extends IdempotencyError {
+  readonly code = 'possible_duplicate';
+  readonly status = 409;
+  constructor(
+    readonly location: string | null,
+    retryAfterSeconds?: number,
+  ) {
+    super(
+      location
+        ? 'This request was already made under another Idempotency-Key; its result is at Location. Send Idempotency-Intent: new if you mean a second one.'
+        : retryAfterSeconds
+          ? 'This request is being processed under another Idempotency-Key; retry after Retry-After to find its result, or send Idempotency-Intent: new if you mean a second one.'
+          : 'This request was already made under another Idempotency-Key. Send Idempotency-Intent: new if you mean a second one.',
+    );
+    this.retryAfterSeconds = retryAfterSeconds;
+    if (location) {
+      this.extensions = { location };
+      this.headers = { location };
+    }
+  }
+}
+
+export class IdempotencyIntentInvalidError extends IdempotencyError {
+  readonly code = 'idempotency_intent_invalid';
+  readonly status = 400;
+  constructor() {
+    super('Idempotency-Intent must be `new` (sent once) when present.');
   }
 }
 

@@ -27,6 +27,8 @@ import { TombstoneRepository } from './store/tombstone.repository.js';
 import { TransactionRunner } from './store/transaction-runner.js';
 import { IdempotencyIndexes } from './store/indexes.js';
 import { IdempotencyFastPath } from './fast-path/fast-path.js';
+import { DuplicateGuard } from './protocol/duplicate-guard.js';
+import { DuplicateGuardRepository } from './store/duplicate-guard.repository.js';
 import { CacheConnection, NoCache } from './fast-path/cache-connection.js';
 
 export const {
@@ -76,6 +78,8 @@ const INTERNAL_PROVIDERS: Provider[] = [
   SubjectDigests,
   ServiceBinding,
   TombstoneRepository,
+  DuplicateGuardRepository,
+  DuplicateGuard,
   LateRetries,
   StoredResponses,
   IdempotencyClaims,

@@ -11,6 +11,7 @@ export {
   IdempotencyOptionsError,
   resolveOptions,
   type CipherKey,
+  type DuplicateGuardOptions,
   type FastPathOptions,
   type IdempotencyModuleExtras,
   type IdempotencyModuleOptions,
@@ -48,6 +49,7 @@ export { IdempotencyAttempts } from './protocol/attempts.js';
 export { deriveClaimId, SubjectDigests, subjectDigest } from './protocol/ids.js';
 export { BodyNotCanonicalError } from './protocol/fingerprint.js';
 export { erasedResponse } from './protocol/stored-responses.js';
+export { IDEMPOTENCY_INTENT_HEADER, type DuplicateIntent } from './protocol/duplicate-guard.js';
 
 // Recovery and erasure
 export { IdempotencyReaper, type ReaperDecision, type ReaperRun, type ReconcileDecision, type Reconciler } from './recovery/reaper.js';
@@ -76,6 +78,7 @@ export {
   DuplicateClaimError,
   IdempotencyError,
   IdempotencyKeyInUseError,
+  IdempotencyIntentInvalidError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyMissingError,
   IdempotencyKeyNotFoundError,
@@ -83,5 +86,6 @@ export {
   IdempotencyLeaseActiveError,
   IdempotencyOperationRequiredError,
   LeaseLostError,
+  PossibleDuplicateError,
   SubjectErasedError,
 } from './errors.js';

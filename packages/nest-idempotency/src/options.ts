@@ -28,6 +28,14 @@ export interface FastPathOptions {
   };
 }
 
+/** The duplicate guard (see IdempotencyModuleOptions.duplicateGuard). */
+export interface DuplicateGuardOptions {
+  /** How long a body is remembered after its claim, in seconds (1+). */
+  windowSeconds: number;
+  /** Whether a tenant gets the guard; every tenant when absent. */
+  tenants?: (tenant: string) => boolean;
+}
+
 /**
  * Everything the package needs, built by your `useFactory` from your own
  * configuration: the package reads no environment variable.
@@ -61,6 +69,16 @@ export interface IdempotencyModuleOptions {
   reaper?: { enabled?: boolean; intervalMs?: number; batchSize?: number; timeBudgetMs?: number };
   /** Off unless set. */
   fastPath?: FastPathOptions;
+  /**
+   * Off unless set. For clients that mint a new key per retry: on a route
+   * declared `@Idempotent({ duplicateGuard: true })`, a request whose body
+   * this tenant already sent to the operation under another key in the last
+   * `windowSeconds` gets 409 `possible_duplicate` (with `Location` of the
+   * earlier result), unless it carries `Idempotency-Intent: new`. `tenants`
+   * picks who gets it (default: every tenant). Trade-off: two identical
+   * legitimate orders inside the window need the header.
+   */
+  duplicateGuard?: DuplicateGuardOptions;
   /**
    * Who creates the package's collections and indexes: `'bootstrap'`
    * (default) at application bootstrap, or `'manual'` when your own
@@ -103,6 +121,7 @@ export interface IdempotencySettings {
   transactionMaxRetryMs: number;
   reaper: { enabled: boolean; intervalMs: number; batchSize: number; timeBudgetMs: number };
   fastPath: (Required<Omit<FastPathOptions, 'breaker'>> & { breaker: Required<NonNullable<FastPathOptions['breaker']>> }) | null;
+  duplicateGuard: Required<DuplicateGuardOptions> | null;
   indexes: 'bootstrap' | 'manual';
   /** From the module's extras: the `@nestjs/mongoose` connection of the records. */
   connectionName?: string;
@@ -146,6 +165,9 @@ export function resolveOptions(options: IdempotencyModuleOptions, connectionName
   const fast = options?.fastPath;
   if (fast && (typeof fast.url !== 'string' || !/^rediss?:\/\//.test(fast.url))) problems.push('fastPath.url: a redis:// or rediss:// URL');
   if (fast && (typeof fast.namespace !== 'string' || fast.namespace.length === 0)) problems.push('fastPath.namespace: a non-empty prefix');
+  const guard = options?.duplicateGuard;
+  if (guard && guard.tenants !== undefined && typeof guard.tenants !== 'function')
+    problems.push('duplicateGuard.tenants: a function (tenant) => boolean');
   const settings: IdempotencySettings = {
     serviceName: options?.service,
     tenant: options?.tenant,
@@ -176,6 +198,9 @@ export function resolveOptions(options: IdempotencyModuleOptions, connectionName
             resetMs: positive('fastPath.breaker.resetMs', fast.breaker?.resetMs, 5_000),
           },
         }
+      : null,
+    duplicateGuard: guard
+      ? { windowSeconds: positive('duplicateGuard.windowSeconds', guard.windowSeconds, 0), tenants: guard.tenants ?? (() => true) }
       : null,
     indexes: options?.indexes ?? 'bootstrap',
     connectionName,

@@ -8,6 +8,7 @@ import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
 import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
 import type { PrefetchedOwner } from '../protocol/work.js';
 import type { StoreDownPolicy } from '../store/mongo-errors.js';
+import { duplicateIntent, type DuplicateIntent } from '../protocol/duplicate-guard.js';
 
 /** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
 export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
@@ -23,6 +24,8 @@ export interface IdempotencyKeyContext {
   route: string;
   /** Set by the interceptor: the key's record, read once before validation (IdempotencyService.lookUpEarly). */
   prefetched?: PrefetchedOwner;
+  /** `@Idempotent({ duplicateGuard: true })` routes only: the request's Idempotency-Intent. */
+  duplicateGuard?: DuplicateIntent;
 }
 
 /** Kept on the raw Node request, where the request logger reads the operation. */
@@ -62,6 +65,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
       onStoreDown: options.onStoreDown ?? 'closed',
       method: request.method,
       route: request.routeOptions.url ?? request.url,
+      duplicateGuard: duplicateIntent(options.duplicateGuard, request.raw.headers),
     };
     keyedState(request).idempotency = key;
     // The app's tenant resolver (options.tenant) runs after its auth guard: no tenant is a wiring mistake, never a client's.

@@ -19,6 +19,14 @@ export interface IdempotentOptions {
    * route whose own writes are naturally idempotent (a PUT of a whole value).
    */
   onStoreDown?: StoreDownPolicy;
+  /**
+   * Opt in to the duplicate guard (off unless the module's `duplicateGuard`
+   * is set, and then only for the tenants it names): the same body under
+   * another key within the window is answered 409 `possible_duplicate`,
+   * unless the request carries `Idempotency-Intent: new`. For creates whose
+   * clients may mint a new key per retry.
+   */
+  duplicateGuard?: boolean;
 }
 
 /**

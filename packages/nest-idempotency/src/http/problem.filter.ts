@@ -11,7 +11,10 @@ const STORE_RETRY_AFTER_SECONDS = 2;
 /** The answer to an error of the protocol (refusal or store fault), or null for anything else. */
 export function idempotencyProblem(error: unknown): { problem: Problem; headers: Record<string, string> } | null {
   if (error instanceof IdempotencyError) {
-    return { problem: problem(error.status, error.code, error.message), headers: retryAfter(error.retryAfterSeconds) };
+    return {
+      problem: problem(error.status, error.code, error.message, error.extensions),
+      headers: { ...error.headers, ...retryAfter(error.retryAfterSeconds) },
+    };
   }
   if (isStoreUnavailable(error)) {
     return {

@@ -13,6 +13,7 @@ import { newLease } from './record.js';
 import { SubjectDigests } from './ids.js';
 import { SubjectLockRepository } from '../store/subject-lock.repository.js';
 import type { IdempotentRequest, IdempotentWork } from './work.js';
+import { DuplicateBodyHeld, DuplicateGuard } from './duplicate-guard.js';
 
 /** How an attempt starts: on an absent key, after an abandoned attempt, or over a finished record past its retention. */
 export type ClaimKind = 'new' | 'restart' | 'replace_expired';
@@ -34,6 +35,7 @@ export class IdempotencyClaims {
     private readonly metrics: IdempotencyMetrics,
     private readonly clock: IdempotencyClock,
     private readonly digests: SubjectDigests,
+    private readonly duplicates: DuplicateGuard,
     @Inject(IDEMPOTENCY_SETTINGS) private readonly config: IdempotencySettings,
   ) {}
 
@@ -59,6 +61,8 @@ export class IdempotencyClaims {
       return await this.metrics.timeStore('claim', () =>
         this.transactions.run(async (session) => {
           const claimed = await this.writeRecord(session, kind, recordId, old, request, lease);
+          // An opted-in route: the same body held by another key in the window rolls this claim back (DuplicateBodyHeld).
+          await this.duplicates.hold(session, request, claimed);
           if (request.subject) {
             const digest = this.digests.of(request.tenant, request.subject);
             const erasedAt = await this.subjects.touchForClaim(session, digest, lease.lockedAt, claimed.keyExpiresAt);
@@ -69,6 +73,7 @@ export class IdempotencyClaims {
         }),
       );
     } catch (error) {
+      if (error instanceof DuplicateBodyHeld) return this.duplicates.refuse(error);
       if (this.lostRace(error, request.operation)) return null;
       throw error;
     }

@@ -85,6 +85,7 @@ export class IdempotencyService {
       onStoreDown: key.onStoreDown ?? 'closed',
       receivedAt: this.clock.now(),
       prefetched: key.prefetched,
+      duplicateGuard: key.duplicateGuard,
     };
   }
 

@@ -2,6 +2,7 @@ import type { ClientSession } from 'mongoose';
 import type { RequestFingerprint } from './fingerprint.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from './record.js';
 import type { StoreDownPolicy } from '../store/mongo-errors.js';
+import type { DuplicateIntent } from './duplicate-guard.js';
 
 export interface IdempotentRequest {
   tenant: string;
@@ -18,6 +19,8 @@ export interface IdempotentRequest {
   onStoreDown?: StoreDownPolicy;
   /** The key's record as read before validation (IdempotencyService.lookUpEarly): the first round uses it instead of reading again. */
   prefetched?: PrefetchedOwner;
+  /** Set on a route declared `@Idempotent({ duplicateGuard: true })`: checked against other keys' bodies, or `new` (protocol/duplicate-guard.ts). */
+  duplicateGuard?: DuplicateIntent;
 }
 
 /** A look-up already made for this request; `record` null means the key had no record then. */

@@ -122,6 +122,39 @@ export const SubjectLockSchema = new Schema<SubjectLock>(
 
 SubjectLockSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'subject_ttl' });
 
+export const DUPLICATE_GUARD_MODEL = 'IdempotencyDuplicateGuard';
+
+/**
+ * One body of one tenant's operation, remembered for the duplicate guard's
+ * window (protocol/duplicate-guard.ts). The id is an HMAC of tenant,
+ * operation and the request fingerprint: it names no body and no person.
+ */
+export interface DuplicateGuardEntry {
+  _id: string;
+  /** The record that claimed the body: its result is the earlier one a duplicate is pointed at. */
+  recordId: string;
+  tenant: string;
+  operation: string;
+  createdAt: Date;
+  /** End of the window: past it the body may be sent again under a new key (also the TTL). */
+  until: Date;
+}
+
+export const DuplicateGuardSchema = new Schema<DuplicateGuardEntry>(
+  {
+    _id: { type: String, required: true },
+    recordId: { type: String, required: true },
+    tenant: { type: String, required: true },
+    operation: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+    until: { type: Date, required: true },
+  },
+  { collection: 'idempotency_duplicate_guard', versionKey: false, strict: 'throw' },
+);
+
+// Garbage collection only: a claim treats an entry past `until` as absent itself.
+DuplicateGuardSchema.index({ until: 1 }, { expireAfterSeconds: 0, name: 'duplicate_guard_ttl' });
+
 /**
  * The package's own tokens of its models and connection, aliased in the
  * module to `@nestjs/mongoose`'s tokens on the connection the extras name
@@ -135,4 +168,5 @@ export const IDEMPOTENCY_MODELS = [
   { name: IDEMPOTENCY_RECORD_MODEL, schema: IdempotencyRecordSchema },
   { name: SUBJECT_LOCK_MODEL, schema: SubjectLockSchema },
   { name: IDEMPOTENCY_TOMBSTONE_MODEL, schema: IdempotencyTombstoneSchema },
+  { name: DUPLICATE_GUARD_MODEL, schema: DuplicateGuardSchema },
 ];
