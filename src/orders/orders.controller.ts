@@ -23,7 +23,7 @@ export class OrdersController {
 
   @Post()
   @Idempotent({ operation: CREATE_ORDER_OPERATION, duplicateGuard: true })
-  @ApiIdempotent()
+  @ApiIdempotent({ duplicateGuard: true })
   @ApiOperation({ summary: 'Create and pay an order, exactly once per Idempotency-Key' })
   @ApiCreatedResponse({
     type: OrderResponse,

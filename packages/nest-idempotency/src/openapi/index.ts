@@ -5,6 +5,8 @@ import { ApiHeader, ApiResponse } from '@nestjs/swagger';
 export interface ApiIdempotentOptions {
   /** The schema of your problem+json bodies. Default: `{ $ref: '#/components/schemas/Problem' }`. */
   problemSchema?: Record<string, unknown>;
+  /** The route declares `@Idempotent({ duplicateGuard: true })`: documents `Idempotency-Intent` and 409 `possible_duplicate`. */
+  duplicateGuard?: boolean;
 }
 
 /**
@@ -15,7 +17,20 @@ export interface ApiIdempotentOptions {
  */
 export function ApiIdempotent(options: ApiIdempotentOptions = {}) {
   const problemSchema = options.problemSchema ?? { $ref: '#/components/schemas/Problem' };
+  const guard = options.duplicateGuard === true;
   return applyDecorators(
+    ...(guard
+      ? [
+          ApiHeader({
+            name: 'Idempotency-Intent',
+            required: false,
+            description:
+              '`new`: this request means a second one with the same body as a request sent under another key moments ago ' +
+              '(skips the duplicate guard, when it is on for your account). Any other value: 400 `idempotency_intent_invalid`.',
+            schema: { type: 'string', enum: ['new'] },
+          }),
+        ]
+      : []),
     ApiHeader({
       name: 'Idempotency-Key',
       required: true,
@@ -33,7 +48,12 @@ export function ApiIdempotent(options: ApiIdempotentOptions = {}) {
       description:
         '`idempotency_key_in_use`: a request with this key is still in flight; retry after `Retry-After` seconds. ' +
         '`idempotency_key_expired`: this key and body were answered before and the stored response is past retention; ' +
-        'the request is not repeated, `Location` names what the first one created (use a new key to repeat it)',
+        'the request is not repeated, `Location` names what the first one created (use a new key to repeat it)' +
+        (guard
+          ? '. `possible_duplicate` (duplicate guard, when on for your account): the same body was sent under another key ' +
+            'within the window; `Location` names its result, or `Retry-After` while it is still in flight; ' +
+            'send `Idempotency-Intent: new` to mean a second one'
+          : ''),
       headers: {
         'Retry-After': {
           description: 'With `idempotency_key_in_use`: seconds until the in-flight lease expires',

@@ -54,6 +54,18 @@ class WidgetsController {
     sendIdempotentResult(reply, await this.idempotency.execute(request, this.work(tenant, body)));
   }
 
+  /** The same creation with the duplicate guard opted in (`widgets.create-guarded`): a body under a new key in the window is refused. */
+  @Post('guarded')
+  @Idempotent({ operation: 'widgets.create-guarded', duplicateGuard: true })
+  async createGuarded(
+    @Headers('x-tenant') tenant: string,
+    @IdempotencyKey() key: IdempotencyKeyContext,
+    @Body() body: WidgetBody,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    return this.create(tenant, key, body, reply);
+  }
+
   private work(tenant: string, body: WidgetBody): IdempotentWork {
     const widgets = this.connection.collection('widgets');
     return {
