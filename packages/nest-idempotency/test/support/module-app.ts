@@ -57,9 +57,7 @@ export async function startModuleApp(config: ModuleAppOptions): Promise<ModuleAp
     controllers: config.controllers ?? [],
     providers: config.providers ?? [],
   }).compile();
-  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
-    logger: process.env.FIXTURE_LOGS ? ['error', 'warn'] : false,
-  });
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   const db = app.get<Connection>(getConnectionToken()).db as unknown as Db;
