@@ -114,7 +114,11 @@ describe('client guidance on the wire', () => {
     return (key === null ? req : req.set('Idempotency-Key', key)).send(body);
   };
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  const guidanceOf = (body: Record<string, unknown>) => ({ retryable: body.retryable, reuseKey: body.reuseKey, newKeySafe: body.newKeySafe });
+  const guidanceOf = (body: Record<string, unknown>) => ({
+    retryable: body.retryable,
+    reuseKey: body.reuseKey,
+    newKeySafe: body.newKeySafe,
+  });
   const records = () => t.db.collection<{ _id: string; finishedAt?: Date; updatedAt: Date }>('idempotency_records');
 
   it('every problem the client meets carries the three fields, and Retry-After where a retry is meant', async () => {
@@ -234,7 +238,12 @@ describe('client guidance on the wire', () => {
     ]);
 
     // An event an earlier release wrote (neither field) is published as version 1 of its payload's id.
-    await t.db.collection('outbox_events').updateOne({}, { $unset: { aggregateId: '', schemaVersion: '' }, $set: { status: 'pending', publishedAt: null, availableAt: new Date(0) } });
+    await t.db
+      .collection('outbox_events')
+      .updateOne(
+        {},
+        { $unset: { aggregateId: '', schemaVersion: '' }, $set: { status: 'pending', publishedAt: null, availableAt: new Date(0) } },
+      );
     publisher.emitter.on('order.completed', listener);
     try {
       await t.app.get(OutboxRelay).tick();
@@ -258,7 +267,10 @@ describeMode(redis, 'Idempotent-Original-Date from the Redis fast path', () => {
 
   const post = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
   const lookups = async () =>
-    Number(/idempotency_store_duration_seconds_count\{operation="lookup"\} (\d+)/.exec((await t.http().get('/metrics').expect(200)).text)?.[1] ?? 0);
+    Number(
+      /idempotency_store_duration_seconds_count\{operation="lookup"\} (\d+)/.exec((await t.http().get('/metrics').expect(200)).text)?.[1] ??
+        0,
+    );
 
   it('a replay answered by Redis carries the original time too', async () => {
     const first = await post('k-fast').expect(201);

@@ -23,7 +23,9 @@ export class IdempotencyKeysController {
   @ApiOkResponse({
     type: IdempotencyKeyResponse,
     description: "The key's records",
-    headers: { Location: { description: 'What the key created (its stored response had a `Location`), when it did', schema: { type: 'string' } } },
+    headers: {
+      Location: { description: 'What the key created (its stored response had a `Location`), when it did', schema: { type: 'string' } },
+    },
   })
   @ApiProblemResponse(404, '`idempotency_key_not_found`')
   async describe(@Tenant() tenant: string, @Param('key') key: string, @Res({ passthrough: true }) reply: FastifyReply) {

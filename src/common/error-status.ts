@@ -69,4 +69,6 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
 registerProblemGuidance(APP_PROBLEMS);
 
 /** Domain error code -> HTTP status (from APP_PROBLEMS). */
-export const ERROR_STATUS: Record<string, number> = Object.fromEntries(Object.entries(APP_PROBLEMS).map(([code, { status }]) => [code, status]));
+export const ERROR_STATUS: Record<string, number> = Object.fromEntries(
+  Object.entries(APP_PROBLEMS).map(([code, { status }]) => [code, status]),
+);

@@ -1,6 +1,13 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { IdempotencyError, isStoreUnavailable, PROBLEM_CONTENT_TYPE, problem, retryAfterHeader, type Problem } from '@idempotent-orders/nest-idempotency';
+import {
+  IdempotencyError,
+  isStoreUnavailable,
+  PROBLEM_CONTENT_TYPE,
+  problem,
+  retryAfterHeader,
+  type Problem,
+} from '@idempotent-orders/nest-idempotency';
 import { DomainError } from './domain-error.js';
 import { ERROR_STATUS } from './error-status.js';
 import { RequestValidationError } from './validation.js';
@@ -79,10 +86,7 @@ function fromHttpException(error: HttpException): ProblemResponse {
     // A failed readiness check (terminus): keep which dependency is down.
     return withRetryAfter(problem(503, 'not_ready', 'A dependency is not ready.', { details: body.details }));
   }
-  const code =
-    (typeof body === 'object' && body.code) ||
-    HTTP_EXCEPTION_CODES[status] ||
-    `http_${status}`;
+  const code = (typeof body === 'object' && body.code) || HTTP_EXCEPTION_CODES[status] || `http_${status}`;
   // Nest's router says "Cannot GET /the/url?and=query": never echoed (a client may put a secret in either).
   const fixed = FIXED_DETAILS[status];
   const detail = fixed ?? (typeof body === 'string' ? body : typeof body.message === 'string' ? body.message : error.message);

@@ -31,7 +31,12 @@ export interface ProblemGuidance {
 /** Refused before anything ran, and the same request would be refused again: fix it; any key is safe. */
 const REFUSED: ProblemGuidance = { retryable: false, reuseKey: false, newKeySafe: true };
 /** Send the same request again with the same key, after Retry-After: it may have run, or may still be running. */
-const RETRY_SAME_KEY = (retryAfterSeconds: number): ProblemGuidance => ({ retryable: true, reuseKey: true, newKeySafe: false, retryAfterSeconds });
+const RETRY_SAME_KEY = (retryAfterSeconds: number): ProblemGuidance => ({
+  retryable: true,
+  reuseKey: true,
+  newKeySafe: false,
+  retryAfterSeconds,
+});
 /** Final: the request was answered before (or its answer is gone); neither a retry nor a new key is safe to assume. */
 const ANSWERED: ProblemGuidance = { retryable: false, reuseKey: false, newKeySafe: false };
 
@@ -151,5 +156,7 @@ export function problem(status: number, code: string, detail: string, extensions
 }
 
 function sameGuidance(a: ProblemGuidance, b: ProblemGuidance): boolean {
-  return a.retryable === b.retryable && a.reuseKey === b.reuseKey && a.newKeySafe === b.newKeySafe && a.retryAfterSeconds === b.retryAfterSeconds;
+  return (
+    a.retryable === b.retryable && a.reuseKey === b.reuseKey && a.newKeySafe === b.newKeySafe && a.retryAfterSeconds === b.retryAfterSeconds
+  );
 }

@@ -119,7 +119,14 @@ export function decodeEntry(text: string | null): CacheEntry | null {
   if (!text) return null;
   try {
     const wire = JSON.parse(text) as WireEntry;
-    if (wire.v !== 2 || typeof wire.status !== 'number' || typeof wire.exp !== 'number' || typeof wire.at !== 'number' || !wire.fp || !wire.body)
+    if (
+      wire.v !== 2 ||
+      typeof wire.status !== 'number' ||
+      typeof wire.exp !== 'number' ||
+      typeof wire.at !== 'number' ||
+      !wire.fp ||
+      !wire.body
+    )
       return null;
     return {
       response: {

@@ -8,7 +8,10 @@ import { isStoreUnavailable } from '../store/mongo-errors.js';
 /** The answer to an error of the protocol (refusal or store fault), or null for anything else. */
 export function idempotencyProblem(error: unknown): { problem: Problem; headers: Record<string, string> } | null {
   if (error instanceof IdempotencyError) {
-    return { problem: problem(error.status, error.code, error.message), headers: retryAfterHeader(error.status, error.code, error.retryAfterSeconds) };
+    return {
+      problem: problem(error.status, error.code, error.message),
+      headers: retryAfterHeader(error.status, error.code, error.retryAfterSeconds),
+    };
   }
   if (isStoreUnavailable(error)) {
     return {
