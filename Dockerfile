@@ -8,7 +8,12 @@
 # ---- Stage 1: compile TypeScript --------------------------------------------
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# The workspace install needs every workspace's package.json (packages/*: the
+# idempotency package the app runs on, the conformance kit, the reference client).
 COPY package.json package-lock.json ./
+COPY packages/nest-idempotency/package.json packages/nest-idempotency/
+COPY packages/idempotency-conformance/package.json packages/idempotency-conformance/
+COPY packages/idempotent-client/package.json packages/idempotent-client/
 # Nothing needs an install script to compile (the only runtime one is
 # @scarf/scarf's telemetry ping), so none run.
 RUN npm ci --no-audit --no-fund --ignore-scripts
@@ -21,12 +26,15 @@ FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The one workspace the service runs on: npm ci links node_modules/@idempotent-orders/nest-idempotency to it.
+COPY packages/nest-idempotency/package.json packages/nest-idempotency/
 # --omit=optional drops the embedded MongoDB emulator (development only;
 # production always connects to MONGODB_URI).
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund --ignore-scripts \
   && npm cache clean --force
 # Files stay owned by root: the service user can read them but not change them.
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/packages/nest-idempotency/dist packages/nest-idempotency/dist
 USER node
 # 3000: the API; 9464: /metrics (METRICS_PORT), for the scraper's network only, never published with the API.
 EXPOSE 3000 9464

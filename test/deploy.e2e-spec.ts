@@ -82,6 +82,21 @@ describe('deployment files', () => {
     const cmd = [...dockerfile.matchAll(/^CMD\s+(.+)$/gm)].at(-1);
     expect(JSON.parse(cmd![1])).toEqual(['node', 'dist/src/main.js']);
   });
+
+  it('ships every workspace package the service depends on: its package.json before npm ci, its dist after the build', () => {
+    const dockerfile = read('Dockerfile');
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('FROM '));
+    const manifest = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    const workspaces = Object.keys(manifest.dependencies).filter((name) => name.startsWith('@idempotent-orders/'));
+    expect(workspaces).toEqual(['@idempotent-orders/nest-idempotency']);
+    for (const name of workspaces) {
+      const folder = `packages/${name.split('/')[1]}`;
+      const copyManifest = runtime.indexOf(`COPY ${folder}/package.json ${folder}/`);
+      expect(copyManifest).toBeGreaterThan(-1);
+      expect(copyManifest).toBeLessThan(runtime.indexOf('RUN npm ci'));
+      expect(runtime).toContain(`COPY --from=build /app/${folder}/dist ${folder}/dist`);
+    }
+  });
 });
 
 describe('hosted CI workflow', () => {

@@ -28,26 +28,25 @@ export class IdempotencyAttempts {
     private readonly metrics: IdempotencyMetrics,
     private readonly clock: IdempotencyClock,
     @Inject(IDEMPOTENCY_SETTINGS) private readonly config: IdempotencySettings,
-    @Inject(IDEMPOTENCY_SETTINGS) private readonly app: IdempotencySettings,
   ) {}
 
   /** Progress: the recovery point a resumer starts from; also renews the lease. */
   async checkpoint(session: ClientSession, lease: Lease, recoveryPoint: string): Promise<void> {
-    if (this.app.bypass) return;
+    if (this.config.bypass) return;
     const renewed = newLease(this.clock.now(), this.config.lockTimeoutMs, lease.owner);
     await this.metrics.timeStore('checkpoint', () => this.records.checkpoint(session, lease, recoveryPoint, renewed));
   }
 
   /** Success: the response every retry will get. */
   async complete(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse): Promise<void> {
-    if (this.app.bypass) return;
+    if (this.config.bypass) return;
     const sealed = this.responses.seal(lease.recordId, lease.schemaVersion, response);
     await this.finish(session, lease, 'complete', recoveryPoint, sealed, response);
   }
 
   /** Failed for good; with a response it is replayed, without one a retry starts a new attempt. */
   async fail(session: ClientSession, lease: Lease, recoveryPoint: string, response: IdempotentResponse | null): Promise<void> {
-    if (this.app.bypass) return;
+    if (this.config.bypass) return;
     const sealed = response ? this.responses.seal(lease.recordId, lease.schemaVersion, response) : null;
     await this.finish(session, lease, 'failed', recoveryPoint, sealed, response);
   }

@@ -60,7 +60,6 @@ export class IdempotencyService {
     private readonly waiters: InFlightWaiters,
     private readonly fastPath: IdempotencyFastPath,
     @Inject(IDEMPOTENCY_SETTINGS) private readonly config: IdempotencySettings,
-    @Inject(IDEMPOTENCY_SETTINGS) private readonly app: IdempotencySettings,
   ) {}
 
   /** The record id of a key: one per (tenant, operation, client key), whatever the schema version. */
@@ -69,7 +68,7 @@ export class IdempotencyService {
   }
 
   private scopeOf(request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey'>): KeyScope {
-    return { tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.app.serviceName };
+    return { tenant: request.tenant, operation: request.operation, clientKey: request.clientKey, service: this.config.serviceName };
   }
 
   /** Binds a validated key to this tenant and this exact request body. */
@@ -99,7 +98,7 @@ export class IdempotencyService {
    * execute(), which starts from the record read here.
    */
   async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
-    if (this.app.bypass) return { replay: null };
+    if (this.config.bypass) return { replay: null };
     const scope = { tenant, operation: key.operation, clientKey: key.clientKey, schemaVersion: key.schemaVersion };
     const fingerprint = fingerprintRequest(key.method, key.route, body, this.config.digestKey);
     const recordId = this.recordIdFor(scope);
@@ -127,7 +126,7 @@ export class IdempotencyService {
   }
 
   async execute(request: IdempotentRequest, work: IdempotentWork): Promise<IdempotentResult> {
-    if (this.app.bypass) return this.executeUnguarded(request, work);
+    if (this.config.bypass) return this.executeUnguarded(request, work);
     try {
       return await this.guarded(request, work);
     } catch (error) {
@@ -180,7 +179,7 @@ export class IdempotencyService {
   }
 
   /**
-   * BENCH_DISABLE_IDEMPOTENCY (refused in production): the same business work
+   * The `bypass` option (benchmarks only): the same business work
    * with no record at all - no claim, no replay, no fencing. It exists only so
    * the benchmark can measure what the idempotency layer costs.
    */
@@ -284,7 +283,7 @@ export class IdempotencyService {
 
   /**
    * Waits for the answer of a record held by someone else, then 409. The wait
-   * is bounded by IDEMPOTENCY_IN_FLIGHT_WAIT_MS and by the holder's lease (past
+   * is bounded by `inFlight.waitMs` and by the holder's lease (past
    * it the next round takes over). Work driven in this instance wakes its
    * waiters when it ends (one shared read for all of them); work elsewhere is
    * polled with backoff, reads shared by the waiters of the key.
@@ -324,7 +323,7 @@ export class IdempotencyService {
       if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       // After a transient failure the client's retry resumes this same attempt (same
-      // order, same charge key): the reaper leaves it to them for IDEMPOTENCY_RESUME_WINDOW_MS.
+      // order, same charge key): the reaper leaves it to them for `resumeWindowMs`.
       const now = this.clock.now();
       const until = resumableUntil(error, now, this.config.resumeWindowMs);
       const released = await this.records.release(lease, now, until).catch(() => false);

@@ -62,7 +62,7 @@ export function deriveClaimId(recordId: string, createdAt: Date, attempt: number
 
 /**
  * A data subject as records keep it: an HMAC of tenant + subject id under
- * PRIVACY_DIGEST_KEY, so a record never names a person in clear, an erasure
+ * the `digestKey` option, so a record never names a person in clear, an erasure
  * can still find it, and nobody without the key can test a guessed id
  * against it (an unkeyed hash of `cus_123` is found in a million guesses).
  */
@@ -73,8 +73,8 @@ export function subjectDigest(key: Buffer, tenant: string, subject: string): str
 /**
  * The unkeyed digest earlier releases wrote. Erasures still match it, so
  * records, tombstones and erasures written before the upgrade are found;
- * drop it one retention period (IDEMPOTENCY_TTL_SECONDS plus
- * IDEMPOTENCY_TOMBSTONE_SECONDS) after the upgrade.
+ * drop it one retention period (`ttlSeconds` plus
+ * `tombstoneSeconds`) after the upgrade.
  */
 export function legacySubjectDigest(tenant: string, subject: string): string {
   return createHash('sha256').update(`${tenant}\n${subject}`).digest('hex');

@@ -2,7 +2,7 @@
  * The Retry-After of a 409 `idempotency_key_in_use`: when the answer is
  * likely, not when the lease would run out. The lease (30 s by default) is a
  * crash bound; most attempts finish in well under a second, and the request
- * already waited IDEMPOTENCY_IN_FLIGHT_WAIT_MS for it. A client honouring a
+ * already waited `inFlight.waitMs` for it. A client honouring a
  * 30 s hint waits for nothing; one honouring 1 s asks again about when the
  * answer is there. Never past the lease (after that the retry takes over
  * anyway), and at least 1 s: Retry-After is in whole seconds.

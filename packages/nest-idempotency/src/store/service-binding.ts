@@ -7,9 +7,9 @@ import { IdempotencyClock } from '../ports.js';
 export class ServiceNameChangedError extends Error {
   constructor(stored: string, configured: string) {
     super(
-      `SERVICE_NAME is "${configured}" but this database's idempotency records belong to "${stored}". ` +
+      `The idempotency service name is "${configured}" but this database's records belong to "${stored}". ` +
         'The service name is part of every record id: renaming it would forget every live key (pending work claimed ' +
-        'again, a second charge). Keep SERVICE_NAME, or give the renamed service its own database ' +
+        'again, a second charge). Keep the name, or give the renamed service its own database ' +
         '(docs/runbooks/response-schema-drift.md, "Renaming the service").',
     );
     this.name = 'ServiceNameChangedError';
@@ -23,7 +23,7 @@ interface ServiceBindingDoc {
 }
 
 /**
- * Binds the database to one SERVICE_NAME at boot (the first boot writes it,
+ * Binds the database to one service name (the `service` option) at boot (the first boot writes it,
  * every later one compares): the name is part of every record id (scope-key.ts),
  * so a silent rename would forget every live key at once. Refusing to start
  * is the safe answer to a configuration mistake that would otherwise charge
@@ -33,7 +33,7 @@ interface ServiceBindingDoc {
 export class ServiceBinding implements OnApplicationBootstrap {
   constructor(
     @Inject(IDEMPOTENCY_CONNECTION) private readonly connection: Connection,
-    @Inject(IDEMPOTENCY_SETTINGS) private readonly app: IdempotencySettings,
+    @Inject(IDEMPOTENCY_SETTINGS) private readonly config: IdempotencySettings,
     private readonly clock: IdempotencyClock,
   ) {}
 
@@ -41,9 +41,9 @@ export class ServiceBinding implements OnApplicationBootstrap {
     const meta = this.connection.db!.collection<ServiceBindingDoc>('idempotency_meta');
     const bound = await meta.findOneAndUpdate(
       { _id: 'service' },
-      { $setOnInsert: { name: this.app.serviceName, since: this.clock.now() } },
+      { $setOnInsert: { name: this.config.serviceName, since: this.clock.now() } },
       { upsert: true, returnDocument: 'after' },
     );
-    if (bound && bound.name !== this.app.serviceName) throw new ServiceNameChangedError(bound.name, this.app.serviceName);
+    if (bound && bound.name !== this.config.serviceName) throw new ServiceNameChangedError(bound.name, this.config.serviceName);
   }
 }

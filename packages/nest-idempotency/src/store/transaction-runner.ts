@@ -19,7 +19,7 @@ type CommitOutcome = 'committed' | 'retry';
 /**
  * The only code that starts transactions. `work` gets the session and must
  * pass it to every read and write; it may run more than once (transient
- * errors are retried until TRANSACTION_MAX_RETRY_MS), so it must have no
+ * errors are retried until `transactionMaxRetryMs`), so it must have no
  * side effect outside the database - never call a payment provider in it.
  * Errors thrown by `work` abort the transaction and surface unchanged.
  *
