@@ -23,6 +23,22 @@ export function setUpOpenApi(app: INestApplication): void {
       status: { type: 'integer' },
       detail: { type: 'string' },
       code: { type: 'string', example: 'idempotency_key_in_use' },
+      // What the client may do next, by code (README, "What an error tells the client"). Absent only in
+      // problem bodies stored and replayed byte for byte from before they existed.
+      retryable: {
+        type: 'boolean',
+        description: 'Sending the same request again (same Idempotency-Key, same body) may succeed, after `Retry-After` when present',
+      },
+      reuseKey: {
+        type: 'boolean',
+        description: 'A retry must carry the same Idempotency-Key: under a new key the operation could run twice',
+      },
+      newKeySafe: {
+        type: 'boolean',
+        description:
+          'The server knows nothing was executed for this request (a refused request, a 422 for another body): a new key cannot duplicate an effect. ' +
+          'False for `idempotency_key_expired`, whose `Location` names what was already done',
+      },
     },
   };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/json' });

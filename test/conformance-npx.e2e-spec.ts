@@ -124,13 +124,13 @@ describe('the conformance kit from its tarball, through npx', () => {
     ];
     const run = await npm('npx', ['--no-install', 'idempotency-conformance', ...args], project, cache);
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(run.stdout).toContain('14 rows: 14 PASS, 0 FAIL, 0 SKIP, 0 XFAIL (known) - no FAIL');
+    expect(run.stdout).toContain('15 rows: 15 PASS, 0 FAIL, 0 SKIP, 0 XFAIL (known) - no FAIL');
 
     const report = JSON.parse(readFileSync(join(project, 'out', 'report.json'), 'utf8')) as Report;
     expect(report).toMatchObject({ tool: 'idempotency-conformance', baseUrl: service.baseUrl, conformant: true });
-    expect(report.rows).toHaveLength(14);
+    expect(report.rows).toHaveLength(15);
     expect(passing(report)).toEqual(report.rows.map((row) => row.id));
-    expect(readFileSync(join(project, 'out', 'junit.xml'), 'utf8')).toContain('tests="14" failures="0" errors="0" skipped="0"');
+    expect(readFileSync(join(project, 'out', 'junit.xml'), 'utf8')).toContain('tests="15" failures="0" errors="0" skipped="0"');
   }, 60_000);
 
   it('runs with no project at all: `npx --package <tarball> idempotency-conformance`, tokens from the environment', async () => {

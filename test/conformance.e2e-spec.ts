@@ -49,6 +49,7 @@ const EXPECTED: Record<RowId, string> = {
   replay: 'PASS',
   'reordered-json': 'PASS',
   'other-body': 'PASS',
+  'client-guidance': 'PASS',
   'get-resource': 'PASS',
   'concurrent-duplicates': 'PASS',
   'lost-response': 'PASS',
@@ -103,7 +104,7 @@ describe('the conformance kit', () => {
 
     it('writes the JSON and JUnit reports', () => {
       expect(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))).toEqual(report);
-      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="14" failures="0" errors="0" skipped="0"');
+      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="15" failures="0" errors="0" skipped="0"');
     });
 
     it('leaves one order per key behind it, as the database shows', async () => {
@@ -168,7 +169,7 @@ describe('the conformance kit', () => {
       expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
       expect(run.stdout).toMatch(/^PASS {2}quoted-key {13}/m);
       expect(run.stdout).toMatch(/^PASS {2}lost-response {10}/m);
-      expect(run.stdout).toContain('14 rows: 14 PASS, 0 FAIL, 0 SKIP, 0 XFAIL (known) - no FAIL');
+      expect(run.stdout).toContain('15 rows: 15 PASS, 0 FAIL, 0 SKIP, 0 XFAIL (known) - no FAIL');
     });
 
     it('exits 1 when a row fails, 2 on a usage error', async () => {

@@ -67,7 +67,14 @@ describe('Duplicate guard on POST /v1/orders (DUPLICATE_GUARD_WINDOW_SECONDS, DU
     const first = await post('dup-1').expect(201);
     const second = await post('dup-2').expect(409);
     expect(second.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(second.body).toMatchObject({ status: 409, code: 'possible_duplicate', location: first.headers.location });
+    expect(second.body).toMatchObject({
+      status: 409,
+      code: 'possible_duplicate',
+      location: first.headers.location,
+      retryable: false,
+      reuseKey: false,
+      newKeySafe: false,
+    });
     expect(second.headers.location).toBe(first.headers.location);
     expect(second.headers['retry-after']).toBeUndefined();
     expect(await count('orders')).toBe(1);

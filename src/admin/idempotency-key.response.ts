@@ -49,6 +49,14 @@ export class IdempotencyRecordResponse {
   responseStatus: number | null;
 
   @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: '/v1/orders/ord_3b1c',
+    description: "What the key created: the stored response's `Location`; null while pending or when the answer had none",
+  })
+  location: string | null;
+
+  @ApiProperty({
     type: 'object',
     nullable: true,
     selfRequired: true,
@@ -74,6 +82,14 @@ export class IdempotencyRecordResponse {
 export class IdempotencyKeyResponse {
   @ApiProperty({ example: '8e0f3b1c-6f0e-4c39-9d55-2d3c1f0a7b21' })
   key: string;
+
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: '/v1/orders/ord_3b1c',
+    description: 'The first `location` among the records (also sent as the `Location` header); null when none has one',
+  })
+  location: string | null;
 
   @ApiProperty({ type: [IdempotencyRecordResponse], description: 'One record per operation the key was used for, oldest first' })
   records: IdempotencyRecordResponse[];

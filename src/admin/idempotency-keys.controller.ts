@@ -1,4 +1,5 @@
-import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/scopes.js';
 import { Tenant } from '../auth/tenant.js';
@@ -19,10 +20,18 @@ export class IdempotencyKeysController {
 
   @Get(':key')
   @ApiOperation({ summary: 'One of your keys: status, lease, expiry and recovery point per operation (never the stored body)' })
-  @ApiOkResponse({ type: IdempotencyKeyResponse, description: "The key's records" })
+  @ApiOkResponse({
+    type: IdempotencyKeyResponse,
+    description: "The key's records",
+    headers: {
+      Location: { description: 'What the key created (its stored response had a `Location`), when it did', schema: { type: 'string' } },
+    },
+  })
   @ApiProblemResponse(404, '`idempotency_key_not_found`')
-  describe(@Tenant() tenant: string, @Param('key') key: string) {
-    return this.admin.describe(tenant, parseIdempotencyKey(key));
+  async describe(@Tenant() tenant: string, @Param('key') key: string, @Res({ passthrough: true }) reply: FastifyReply) {
+    const view = await this.admin.describe(tenant, parseIdempotencyKey(key));
+    if (view.location) void reply.header('location', view.location);
+    return view;
   }
 
   @Post(':key/release')

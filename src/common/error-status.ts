@@ -1,23 +1,74 @@
+import { IDEMPOTENCY_PROBLEM_GUIDANCE, registerProblemGuidance, type ProblemGuidance } from '@idempotent-orders/nest-idempotency';
+
+/** One code the app answers with: its status and what the client may do next. */
+export interface AppProblem extends ProblemGuidance {
+  status: number;
+}
+
+/** Refused before anything ran, and the same request would be refused again: fix it; any key is safe. */
+const REFUSED = { retryable: false, reuseKey: false, newKeySafe: true } as const;
 /**
- * The one table from domain error code to HTTP status. Services throw
- * DomainErrors with a code; only this table and the filter know about HTTP.
- * The idempotency package's errors carry their status (IdempotencyError.status).
+ * Refused before the key was looked up, for credentials: the request may be
+ * the retry of one that ran under this key, so a fixed request keeps it.
  */
-export const ERROR_STATUS: Record<string, number> = {
-  unauthorized: 401,
-  insufficient_scope: 403,
-  validation_failed: 400,
-  malformed_json: 400,
-  json_too_deep: 400,
-  json_too_many_values: 400,
-  json_not_i_json: 400,
-  response_erased: 410,
-  invalid_customer_id: 400,
-  order_not_found: 404,
-  invalid_cursor: 400,
-  amount_out_of_range: 422,
-  card_declined: 402,
-  payment_provider_unavailable: 503,
-  store_unavailable: 503,
-  rate_limited: 429,
+const REFUSED_KEEP_KEY = { retryable: false, reuseKey: true, newKeySafe: false } as const;
+/** Send the same request again with the same key after Retry-After: it may have run, or may be resumed. */
+const retrySameKey = (retryAfterSeconds: number) => ({ retryable: true, reuseKey: true, newKeySafe: false, retryAfterSeconds }) as const;
+
+/**
+ * The app's problem codes, in one table: the HTTP status and the guidance
+ * (`retryable`, `reuseKey`, `newKeySafe`; `retryAfterSeconds` is the
+ * Retry-After sent when the error names none). The idempotency package's
+ * codes carry their guidance in its own table (IDEMPOTENCY_PROBLEM_GUIDANCE)
+ * and their status on the error; the two are registered together, so every
+ * problem+json the app sends carries the three fields. Services throw
+ * DomainErrors with a code; only this table and the filter know about HTTP.
+ */
+export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
+  // Authentication and limits
+  unauthorized: { status: 401, ...REFUSED_KEEP_KEY },
+  insufficient_scope: { status: 403, ...REFUSED_KEEP_KEY },
+  rate_limited: { status: 429, ...retrySameKey(1) },
+  // The request itself: refused before any look-up or work
+  validation_failed: { status: 400, ...REFUSED },
+  malformed_json: { status: 400, ...REFUSED },
+  json_too_deep: { status: 400, ...REFUSED },
+  json_too_many_values: { status: 400, ...REFUSED },
+  json_not_i_json: { status: 400, ...REFUSED },
+  invalid_customer_id: { status: 400, ...REFUSED },
+  invalid_cursor: { status: 400, ...REFUSED },
+  // Computed before the key is claimed: no record, no order, no charge.
+  amount_out_of_range: { status: 422, ...REFUSED },
+  order_not_found: { status: 404, ...REFUSED },
+  // Business outcomes and the provider
+  // A stored outcome: a retry replays it; the failed order exists, so a new key is another order.
+  card_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
+  // Nothing stored; the same key resumes the same order with the same charge key.
+  payment_provider_unavailable: { status: 503, ...retrySameKey(2) },
+  // HTTP and framework refusals: the request never reached a handler
+  not_found: { status: 404, ...REFUSED },
+  method_not_allowed: { status: 405, ...REFUSED },
+  payload_too_large: { status: 413, ...REFUSED },
+  unsupported_media_type: { status: 415, ...REFUSED },
+  invalid_content_length: { status: 400, ...REFUSED },
+  malformed_request: { status: 400, ...REFUSED },
+  malformed_url: { status: 400, ...REFUSED },
+  uri_too_long: { status: 414, ...REFUSED },
+  headers_too_large: { status: 431, ...REFUSED },
+  // The request did not arrive whole in time: send it again as it was.
+  request_timeout: { status: 408, ...retrySameKey(1) },
+  // Health: readiness (no work, no key)
+  not_ready: { status: 503, retryable: true, reuseKey: false, newKeySafe: true, retryAfterSeconds: 5 },
+  // Anything unexpected: it may have failed after the work began; only the same key resumes it.
+  internal_error: { status: 500, ...retrySameKey(1) },
+  // The package's codes the app's own errors map too (their guidance is the package's).
+  response_erased: { status: 410, ...IDEMPOTENCY_PROBLEM_GUIDANCE.response_erased },
+  store_unavailable: { status: 503, ...IDEMPOTENCY_PROBLEM_GUIDANCE.store_unavailable },
 };
+
+registerProblemGuidance(APP_PROBLEMS);
+
+/** Domain error code -> HTTP status (from APP_PROBLEMS). */
+export const ERROR_STATUS: Record<string, number> = Object.fromEntries(
+  Object.entries(APP_PROBLEMS).map(([code, { status }]) => [code, status]),
+);

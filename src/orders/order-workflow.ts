@@ -21,6 +21,8 @@ import { isFinal } from './order-state.js';
 import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { orderView } from './order.view.js';
+// card_declined's guidance (stored with the 402) comes from the app's table.
+import '../common/error-status.js';
 
 /**
  * `request`: the client is waiting; charge the card (the derived charge key
@@ -134,7 +136,14 @@ export class OrderWorkflow {
       );
       const event = await this.outbox.enqueue(
         session,
-        { id: `evt_${order._id}_completed`, tenant: order.tenant, type: 'order.completed', payload: orderView(next) },
+        {
+          id: `evt_${order._id}_completed`,
+          tenant: order.tenant,
+          type: 'order.completed',
+          aggregateId: order._id,
+          schemaVersion: ORDER_COMPLETED_SCHEMA_VERSION,
+          payload: orderView(next),
+        },
         now,
       );
       await this.orders.markSaved(session, order, now);
@@ -176,6 +185,9 @@ export class OrderWorkflow {
     return (await this.orders.findById(order._id, session)) ?? order;
   }
 }
+
+/** Shape of `order.completed`'s payload (the order view); bump when it changes. */
+export const ORDER_COMPLETED_SCHEMA_VERSION = 1;
 
 /** The response a final order answers with, stored for replay. */
 export function responseFor(order: Order): IdempotentResponse {

@@ -35,10 +35,17 @@ export class OrdersController {
         schema: { type: 'string', enum: ['true'] },
       },
       'Idempotency-Expires': { description: 'When the key stops being remembered (HTTP date)', schema: { type: 'string' } },
+      'Idempotent-Original-Date': {
+        description: 'On a replay only: when the original answer was stored (HTTP date), so a replay is not taken for a new order',
+        schema: { type: 'string' },
+      },
     },
   })
   @ApiProblemResponse(400, '`malformed_json`: the body is not JSON')
-  @ApiProblemResponse(402, '`card_declined`: stored and replayed like a success (the problem carries `orderId`)')
+  @ApiProblemResponse(
+    402,
+    '`card_declined`: stored and replayed like a success (the problem carries `orderId`); a replay has `Idempotent-Replayed` and `Idempotent-Original-Date`',
+  )
   @ApiProblemResponse(
     410,
     "`response_erased`: a replay of a key whose stored response was erased at the customer's request; the operation is not repeated",

@@ -2,10 +2,17 @@ import { Injectable, Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import type { OutboxEvent } from './outbox-event.js';
 
+/**
+ * What consumers receive. `id` is the deduplication id (delivery is at least
+ * once); `aggregateId` what the event is about (orders: the order id);
+ * `schemaVersion` the payload's shape for this `type` (from 1).
+ */
 export interface PublishedEvent {
   id: string;
   type: string;
   tenant: string;
+  aggregateId: string;
+  schemaVersion: number;
   payload: Record<string, unknown>;
   occurredAt: string;
 }
@@ -28,6 +35,19 @@ export class LogEventPublisher extends EventPublisher {
   }
 }
 
+/**
+ * An event an earlier release wrote has no aggregateId or schemaVersion: it is
+ * version 1, and its aggregate is the payload's `id` (order.completed's
+ * payload is the order view).
+ */
 export function toPublishedEvent(event: OutboxEvent): PublishedEvent {
-  return { id: event._id, type: event.type, tenant: event.tenant, payload: event.payload, occurredAt: event.createdAt.toISOString() };
+  return {
+    id: event._id,
+    type: event.type,
+    tenant: event.tenant,
+    aggregateId: event.aggregateId ?? String(event.payload.id),
+    schemaVersion: event.schemaVersion ?? 1,
+    payload: event.payload,
+    occurredAt: event.createdAt.toISOString(),
+  };
 }

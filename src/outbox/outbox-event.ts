@@ -6,6 +6,10 @@ export interface OutboxEvent {
   _id: string;
   tenant: string;
   type: string;
+  /** The id of the thing the event is about (orders: the order id). Absent only on events an earlier release wrote. */
+  aggregateId?: string;
+  /** Version of the payload's shape for this type, from 1: consumers evolve by it. Absent only on events an earlier release wrote (1). */
+  schemaVersion?: number;
   payload: Record<string, unknown>;
   status: OutboxStatus;
   attempts: number;

@@ -4,7 +4,11 @@ import { contentDiff } from '../common/content-diff.js';
 import { DuplicateClaimError } from '@idempotent-orders/nest-idempotency';
 import { OutboxEventRepository } from './outbox-event.repository.js';
 
-/** What an event says; delivery fields (status, attempts, availableAt) change as the relay works. */
+/**
+ * What an event says; delivery fields (status, attempts, availableAt) change as the relay works.
+ * aggregateId and schemaVersion are not compared: an event an earlier release wrote has neither,
+ * and its id already names the fact.
+ */
 const EVENT_CONTENT = ['tenant', 'type', 'payload'] as const;
 
 export interface NewEvent {
@@ -12,6 +16,10 @@ export interface NewEvent {
   id: string;
   tenant: string;
   type: string;
+  /** What the event is about (orders: the order id). */
+  aggregateId: string;
+  /** The payload's shape for this type; bump it when the shape changes (consumers branch on it). */
+  schemaVersion: number;
   payload: Record<string, unknown>;
 }
 
@@ -33,7 +41,7 @@ export class OutboxService {
   async enqueue(session: ClientSession, event: NewEvent, now: Date): Promise<'enqueued' | 'adopted'> {
     const existing = await this.events.findById(session, event.id);
     if (existing) {
-      const differs = contentDiff<Omit<NewEvent, 'id'>>(existing, event, EVENT_CONTENT);
+      const differs = contentDiff<Pick<NewEvent, (typeof EVENT_CONTENT)[number]>>(existing, event, EVENT_CONTENT);
       if (differs.length > 0) throw new DuplicateClaimError('outbox event', `event ${event.id} differs in ${differs.join(', ')}`);
       return 'adopted';
     }
@@ -41,6 +49,8 @@ export class OutboxService {
       _id: event.id,
       tenant: event.tenant,
       type: event.type,
+      aggregateId: event.aggregateId,
+      schemaVersion: event.schemaVersion,
       payload: event.payload,
       status: 'pending',
       attempts: 0,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   canonicalJson,
+  evaluateClientGuidance,
   evaluateConcurrent,
   evaluateFirstUse,
   evaluateGetResource,
@@ -115,6 +116,26 @@ describe('first use and replay', () => {
     expect(evaluateOtherBody(created()).reason).toContain('was processed');
     expect(evaluateOtherBody(replayed()).reason).toContain("replaying the first body's answer");
     expect(evaluateOtherBody(problem(400)).reason).toBe('same key, other body: got 400, expected 422');
+  });
+
+  it('client guidance: a 422 for another body is newKeySafe, a 400 without a key is not retryable; contradictions fail', () => {
+    const guided = (status: number, fields: Record<string, boolean>, headers: Record<string, string> = {}) =>
+      answer(status, JSON.stringify({ status, ...fields }), { 'content-type': 'application/problem+json', ...headers });
+    const refused = { retryable: false, reuseKey: false, newKeySafe: true };
+    expect(evaluateClientGuidance(guided(422, refused), guided(400, refused)).status).toBe('PASS');
+    expect(evaluateClientGuidance(problem(422), guided(400, refused)).reason).toBe(
+      '422 for another body: no boolean retryable, reuseKey, newKeySafe in the problem',
+    );
+    expect(evaluateClientGuidance(guided(422, { ...refused, newKeySafe: false }), guided(400, refused)).reason).toBe(
+      '422 for another body: newKeySafe false, expected true',
+    );
+    expect(evaluateClientGuidance(guided(422, refused), guided(400, { ...refused, reuseKey: true })).reason).toBe(
+      '400 without a key: newKeySafe and reuseKey both true (contradictory)',
+    );
+    expect(evaluateClientGuidance(guided(422, refused), guided(400, { ...refused, retryable: true })).reason).toBe(
+      '400 without a key: retryable true, expected false; 400 without a key: 400 without Retry-After although retryable is true',
+    );
+    expect(evaluateClientGuidance(problem(409), guided(400, refused)).reason).toBe('same key, other body: got 409, expected 422');
   });
 
   it('GET of the resource: same JSON as the replay, key order aside', () => {

@@ -134,6 +134,51 @@ export function evaluateOtherBody(reply: Reply): Verdict {
   return judge([problem], '422 for another body under a used key');
 }
 
+const GUIDANCE = ['retryable', 'reuseKey', 'newKeySafe'] as const;
+
+/**
+ * A problem's guidance (README contract, "What an error tells the client"):
+ * the three booleans present, a new key claimed safe only when a retry need
+ * not carry the key, Retry-After with any answer that says a retry can
+ * succeed, and the values `expected` names.
+ */
+export function guidanceProblems(reply: Reply, what: string, expected: Partial<Record<(typeof GUIDANCE)[number], boolean>>): string[] {
+  if (!isAnswer(reply)) return [`${what}: no answer (${reply.error})`];
+  const body = parseJson(reply.body);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return [`${what}: the body is not a JSON object`];
+  const fields = body as Record<string, unknown>;
+  const missing = GUIDANCE.filter((field) => typeof fields[field] !== 'boolean');
+  if (missing.length > 0) return [`${what}: no boolean ${missing.join(', ')} in the problem`];
+  const problems: string[] = [];
+  for (const field of GUIDANCE) {
+    if (expected[field] !== undefined && fields[field] !== expected[field])
+      problems.push(`${what}: ${field} ${String(fields[field])}, expected ${String(expected[field])}`);
+  }
+  if (fields.newKeySafe === true && fields.reuseKey === true) problems.push(`${what}: newKeySafe and reuseKey both true (contradictory)`);
+  if (fields.retryable === true) {
+    const retryAfter = retryAfterProblem(reply, what);
+    if (retryAfter) problems.push(`${retryAfter} although retryable is true`);
+  }
+  return problems;
+}
+
+/**
+ * Another body under a used key: nothing ran for it, so a new key is safe
+ * and the key need not be reused; a missing key: refused before anything
+ * ran, the same request is refused again.
+ */
+export function evaluateClientGuidance(otherBody: Reply, missingKey: Reply): Verdict {
+  const statuses = [statusProblem(otherBody, 422, 'same key, other body'), statusProblem(missingKey, 400, 'no Idempotency-Key')];
+  if (statuses.some(Boolean)) return judge(statuses, '');
+  return judge(
+    [
+      ...guidanceProblems(otherBody, '422 for another body', { retryable: false, reuseKey: false, newKeySafe: true }),
+      ...guidanceProblems(missingKey, '400 without a key', { retryable: false, newKeySafe: true }),
+    ],
+    '422 for another body: newKeySafe true, reuseKey false, retryable false; 400 without a key: not retryable, newKeySafe true',
+  );
+}
+
 export function parseJson(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString('utf8'));

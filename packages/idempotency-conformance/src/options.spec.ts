@@ -60,7 +60,7 @@ describe('command line', () => {
   it('refuses unknown rows, flags and numbers with a usage error', () => {
     expect(() => parseCliArgs([...BASE, '--skip', 'replays'], {})).toThrow(
       new UsageError(
-        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated)',
+        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, client-guidance, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated)',
       ),
     );
     expect(() => parseCliArgs([...BASE, '--colour'], {})).toThrow(UsageError);

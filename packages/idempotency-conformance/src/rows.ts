@@ -5,6 +5,7 @@
 // that replay it.
 import type { Bodies } from './bodies.js';
 import {
+  evaluateClientGuidance,
   evaluateConcurrent,
   evaluateFirstUse,
   evaluateGetResource,
@@ -36,6 +37,7 @@ export const ROW_IDS = [
   'replay',
   'reordered-json',
   'other-body',
+  'client-guidance',
   'get-resource',
   'concurrent-duplicates',
   'lost-response',
@@ -222,6 +224,21 @@ const otherBody: Row = {
   },
 };
 
+const clientGuidance: Row = {
+  id: 'client-guidance',
+  title: 'errors say what the client may do next (retryable, reuseKey, newKeySafe)',
+  clause: `${README}: every problem+json carries retryable, reuseKey, newKeySafe; a 422 for another body is newKeySafe`,
+  requires: ['first-use'],
+  async run(ctx) {
+    const other = await post(ctx, { key: first(ctx).key, body: ctx.bodies.other });
+    const missing = await post(ctx, {});
+    return {
+      verdict: evaluateClientGuidance(other, missing),
+      evidence: [evidenceOf('same key, other body', other), evidenceOf('POST without Idempotency-Key', missing)],
+    };
+  },
+};
+
 const getResource: Row = {
   id: 'get-resource',
   title: 'GET of the created resource matches the replayed body',
@@ -372,6 +389,7 @@ export const ROWS: readonly Row[] = [
   replay,
   reorderedJson,
   otherBody,
+  clientGuidance,
   getResource,
   concurrentDuplicates,
   lostResponse,

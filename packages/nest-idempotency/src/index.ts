@@ -69,7 +69,18 @@ export {
   type StoreDownPolicy,
 } from './store/mongo-errors.js';
 export { ServiceNameChangedError } from './store/service-binding.js';
-export { problem, PROBLEM_CONTENT_TYPE, type Problem } from './problem.js';
+export {
+  guidanceFor,
+  guidedCodes,
+  IDEMPOTENCY_PROBLEM_GUIDANCE,
+  problem,
+  PROBLEM_CONTENT_TYPE,
+  problemGuidance,
+  registerProblemGuidance,
+  retryAfterHeader,
+  type Problem,
+  type ProblemGuidance,
+} from './problem.js';
 
 // Errors
 export {

@@ -8,6 +8,9 @@ export const OutboxEventSchema = new Schema<OutboxEvent>(
     _id: { type: String, required: true },
     tenant: { type: String, required: true },
     type: { type: String, required: true },
+    // Not required: events written before these fields existed are still read and published (see toPublishedEvent).
+    aggregateId: { type: String },
+    schemaVersion: { type: Number },
     payload: { type: Schema.Types.Mixed, required: true },
     status: { type: String, enum: ['pending', 'published'], required: true },
     attempts: { type: Number, required: true },

@@ -16,6 +16,7 @@ function entry(overrides: Partial<CacheEntry> = {}): CacheEntry {
     },
     fingerprint: storedFingerprint(request),
     expiresAt: now.getTime() + 60_000,
+    answeredAt: now.getTime() - 5_000,
     ...overrides,
   };
 }
@@ -52,6 +53,13 @@ describe('wire forms', () => {
       response: { ...original.response, body: { keyId: 'k1', iv: binary([1]), tag: binary([2]), data: binary([3]) } },
     });
     expect(decodeEntry(encodeEntry(fromMongo))!.response.body.data).toEqual(Buffer.from([3]));
+  });
+
+  it('treats an entry of the previous release (no answer time) as no entry: MongoDB answers it with its date', () => {
+    const wire = JSON.parse(encodeEntry(entry())) as Record<string, unknown>;
+    expect(wire.at).toBe(now.getTime() - 5_000);
+    delete wire.at;
+    expect(decodeEntry(JSON.stringify(wire))).toBeNull();
   });
 
   it.each([null, '', 'not json', '{"v":2}', '{"v":1}'])('treats %p as no entry', (text) => {

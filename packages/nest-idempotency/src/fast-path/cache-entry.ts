@@ -15,6 +15,8 @@ export interface CacheEntry {
   response: StoredResponseDoc;
   fingerprint: Fingerprint;
   expiresAt: number;
+  /** When the record finished (ms): replays send it as Idempotent-Original-Date. */
+  answeredAt: number;
 }
 
 /** A request in flight elsewhere: written after its claim committed, cleared when its attempt ends. */
@@ -59,6 +61,7 @@ interface WireEntry {
   body: WireBody;
   fp: Fingerprint;
   exp: number;
+  at: number;
 }
 
 /**
@@ -103,16 +106,28 @@ export function encodeEntry(entry: CacheEntry): string {
     body: { keyId: body.keyId, iv: b64(body.iv), tag: b64(body.tag), data: b64(body.data) },
     fp: { algorithm: entry.fingerprint.algorithm, value: entry.fingerprint.value },
     exp: entry.expiresAt,
+    at: entry.answeredAt,
   };
   return JSON.stringify(wire);
 }
 
-/** null for anything that is not an entry this release wrote (an unknown shape is a miss, never an answer). */
+/**
+ * null for anything that is not an entry this release wrote (an unknown shape is a miss, never an answer;
+ * so is an entry of the previous release, without `at`: MongoDB answers it, with its date, and caches it again).
+ */
 export function decodeEntry(text: string | null): CacheEntry | null {
   if (!text) return null;
   try {
     const wire = JSON.parse(text) as WireEntry;
-    if (wire.v !== 2 || typeof wire.status !== 'number' || typeof wire.exp !== 'number' || !wire.fp || !wire.body) return null;
+    if (
+      wire.v !== 2 ||
+      typeof wire.status !== 'number' ||
+      typeof wire.exp !== 'number' ||
+      typeof wire.at !== 'number' ||
+      !wire.fp ||
+      !wire.body
+    )
+      return null;
     return {
       response: {
         status: wire.status,
@@ -127,6 +142,7 @@ export function decodeEntry(text: string | null): CacheEntry | null {
       },
       fingerprint: wire.fp,
       expiresAt: wire.exp,
+      answeredAt: wire.at,
     };
   } catch {
     return null;

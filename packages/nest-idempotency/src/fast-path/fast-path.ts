@@ -6,6 +6,7 @@ import { IdempotencyMetrics } from '../ports.js';
 import { matchesAnyBody, sameFingerprint, storedFingerprint, type Fingerprint } from '../protocol/fingerprint.js';
 import type { ErasedRecord } from '../recovery/erasure.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from '../protocol/record.js';
+import { answeredAt } from '../protocol/record.js';
 import type { IdempotentRequest, IdempotentResult } from '../protocol/work.js';
 import { InFlightWaiters } from '../protocol/in-flight-waiters.js';
 import { StoredResponses } from '../protocol/stored-responses.js';
@@ -142,7 +143,12 @@ export class IdempotencyFastPath {
   /** MongoDB replayed a finished record: keep it for the next replay. */
   async remember(recordId: string, record: IdempotencyRecord): Promise<void> {
     if (!this.cache.enabled || !record.response || record._id !== recordId) return;
-    await this.store(recordId, { response: record.response, fingerprint: record.fingerprint, expiresAt: record.expiresAt.getTime() });
+    await this.store(recordId, {
+      response: record.response,
+      fingerprint: record.fingerprint,
+      expiresAt: record.expiresAt.getTime(),
+      answeredAt: answeredAt(record).getTime(),
+    });
   }
 
   /** The claim committed and this instance drives the attempt: duplicates elsewhere can wait on Redis. */
@@ -169,11 +175,12 @@ export class IdempotencyFastPath {
   async finished(request: IdempotentRequest, lease: Lease, response: IdempotentResponse | null): Promise<void> {
     if (!this.cache.enabled) return;
     // The fingerprint the record committed, not the request's: an erasure in flight keyed it (L3 of review 3).
-    if (response && response.status < 500 && lease.finishedFingerprint) {
+    if (response && response.status < 500 && lease.finishedFingerprint && lease.finishedAt) {
       await this.store(lease.recordId, {
         response: this.responses.seal(lease.recordId, lease.schemaVersion, response),
         fingerprint: lease.finishedFingerprint,
         expiresAt: lease.keyExpiresAt.getTime(),
+        answeredAt: lease.finishedAt.getTime(),
       });
     }
     const marker = encodeMarker({ owner: lease.owner, fingerprint: storedFingerprint(request.fingerprint) });
@@ -236,7 +243,8 @@ export class IdempotencyFastPath {
     if (decision !== 'replay') return null;
     try {
       const response = this.responses.open({ _id: recordId, response: entry.response });
-      return { kind: 'replay', result: { response, replayed: true, keyExpiresAt: new Date(entry.expiresAt) } };
+      const result = { response, replayed: true, keyExpiresAt: new Date(entry.expiresAt), originalAt: new Date(entry.answeredAt) };
+      return { kind: 'replay', result };
     } catch {
       // Sealed under a key this instance no longer has: MongoDB's copy decides.
       return null;

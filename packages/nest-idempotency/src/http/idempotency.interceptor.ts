@@ -84,14 +84,21 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
 /** Headers kept with a stored response and sent again on replay; nothing else is stored. */
 export const REPLAYED_HEADERS = ['content-type', 'location'];
 
-/** Writes an idempotent result: the original status, headers and bytes, plus the key's metadata. */
+/**
+ * Writes an idempotent result: the original status, headers and bytes, plus the key's metadata
+ * (Idempotency-Expires; on a replay Idempotent-Replayed and Idempotent-Original-Date).
+ */
 export function sendIdempotentResult(reply: FastifyReply, result: IdempotentResult): void {
   const { response } = result;
   reply.status(response.status);
   for (const name of REPLAYED_HEADERS) {
     if (response.headers[name]) reply.header(name, response.headers[name]);
   }
-  if (result.replayed) reply.header('idempotent-replayed', 'true');
+  if (result.replayed) {
+    reply.header('idempotent-replayed', 'true');
+    // When the original answer was stored: a replay of this morning's order is not mistaken for a new one.
+    if (result.originalAt) reply.header('idempotent-original-date', result.originalAt.toUTCString());
+  }
   reply.header('idempotency-expires', result.keyExpiresAt.toUTCString());
   reply.send(response.body);
 }

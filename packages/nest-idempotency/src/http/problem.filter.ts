@@ -2,24 +2,22 @@ import { Catch, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { IdempotencyError } from '../errors.js';
-import { problem, PROBLEM_CONTENT_TYPE, type Problem } from '../problem.js';
+import { problem, PROBLEM_CONTENT_TYPE, retryAfterHeader, type Problem } from '../problem.js';
 import { isStoreUnavailable } from '../store/mongo-errors.js';
-
-/** Seconds a client is told to wait when the store cannot be reached: long enough for a failover. */
-const STORE_RETRY_AFTER_SECONDS = 2;
 
 /** The answer to an error of the protocol (refusal or store fault), or null for anything else. */
 export function idempotencyProblem(error: unknown): { problem: Problem; headers: Record<string, string> } | null {
   if (error instanceof IdempotencyError) {
     return {
       problem: problem(error.status, error.code, error.message, error.extensions),
-      headers: { ...error.headers, ...retryAfter(error.retryAfterSeconds) },
+      headers: { ...error.headers, ...retryAfterHeader(error.status, error.code, error.retryAfterSeconds) },
     };
   }
   if (isStoreUnavailable(error)) {
     return {
       problem: problem(503, 'store_unavailable', 'The idempotency store is unavailable; nothing was done. Retry with the same key.'),
-      headers: retryAfter(STORE_RETRY_AFTER_SECONDS),
+      // The table's Retry-After for store_unavailable (2 s): long enough for a failover.
+      headers: retryAfterHeader(503, 'store_unavailable'),
     };
   }
   return null;
@@ -27,7 +25,7 @@ export function idempotencyProblem(error: unknown): { problem: Problem; headers:
 
 /**
  * For an app without an exception filter of its own: the package's errors
- * as RFC 9457 problem+json (400 missing key, 409 in flight + Retry-After,
+ * as RFC 9457 problem+json with their guidance (retryable, reuseKey, newKeySafe) (400 missing key, 409 in flight + Retry-After,
  * 422 another body, 503 + Retry-After when MongoDB is unreachable);
  * anything else goes to Nest's default handling. An app with its own
  * filter calls idempotencyProblem() from it instead.
@@ -40,8 +38,4 @@ export class IdempotencyProblemFilter extends BaseExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     reply.status(answer.problem.status).header('content-type', PROBLEM_CONTENT_TYPE).headers(answer.headers).send(answer.problem);
   }
-}
-
-function retryAfter(seconds: number | undefined): Record<string, string> {
-  return seconds ? { 'retry-after': String(seconds) } : {};
 }

@@ -94,5 +94,6 @@ export class IdempotencyAttempts {
     lease.keyExpiresAt = retainUntil;
     // What the record committed (an erasure may have keyed it since the claim): the fast path caches that, not the request's.
     lease.finishedFingerprint = key.fingerprint;
+    lease.finishedAt = now;
   }
 }

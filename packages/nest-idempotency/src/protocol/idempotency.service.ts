@@ -21,7 +21,7 @@ import { IdempotencyAttempts } from './attempts.js';
 import { IdempotencyClaims } from './claims.js';
 import { IdempotencyRecordRepository } from '../store/record.repository.js';
 import { LateRetries } from './tombstones.js';
-import { decide } from './record.js';
+import { answeredAt, decide } from './record.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { IdempotencyFastPath, type CachedAnswer } from '../fast-path/fast-path.js';
@@ -241,7 +241,7 @@ export class IdempotencyService {
         return this.startOver(record, request, work, 'restarted');
       case 'erased':
         this.count(request, 'replayed');
-        return { response: erasedResponse(), replayed: true, keyExpiresAt: record.expiresAt };
+        return { response: erasedResponse(), replayed: true, keyExpiresAt: record.expiresAt, originalAt: answeredAt(record) };
       case 'replace_expired':
         // A legacy-id record that just expired is not replaced: the next round claims the key's own id.
         if (record._id !== this.recordIdFor(request)) return null;
@@ -340,7 +340,7 @@ export class IdempotencyService {
   private async replay(record: IdempotencyRecord, recordId: string): Promise<IdempotentResult> {
     const response = this.responses.open(record);
     await this.fastPath.remember(recordId, record);
-    return { response, replayed: true, keyExpiresAt: record.expiresAt };
+    return { response, replayed: true, keyExpiresAt: record.expiresAt, originalAt: answeredAt(record) };
   }
 
   private count(request: Pick<IdempotentRequest, 'operation'>, outcome: string): void {

@@ -66,6 +66,12 @@ export interface IdempotencyRecord {
   conflict: RecordConflict | null;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * When the attempt finished (its answer stored): replays send it as
+   * Idempotent-Original-Date. Absent on records finished before it existed
+   * (answeredAt() falls back on updatedAt); null while pending.
+   */
+  finishedAt?: Date | null;
   expiresAt: Date;
   /** Set only once the record is final: the TTL index never collects unfinished work. */
   purgeAt: Date | null;
@@ -95,6 +101,17 @@ export interface Lease {
   recoveryPoint: string | null;
   /** The fingerprint the record finished with (set by IdempotencyAttempts when it finishes). */
   finishedFingerprint?: Fingerprint;
+  /** When the record finished (set by IdempotencyAttempts when it finishes). */
+  finishedAt?: Date;
+}
+
+/**
+ * When a finished record's answer was stored: its finishedAt, or for a
+ * record finished before that field existed its updatedAt (the finishing
+ * time, unless an erasure changed the record since: then the erasure's).
+ */
+export function answeredAt(record: Pick<IdempotencyRecord, 'finishedAt' | 'updatedAt'>): Date {
+  return record.finishedAt ?? record.updatedAt;
 }
 
 /** A fresh lease (new owner token unless renewing one) that runs for `timeoutMs` from `now`. */

@@ -50,4 +50,6 @@ export interface IdempotentResult {
   response: IdempotentResponse;
   replayed: boolean;
   keyExpiresAt: Date;
+  /** On a replay: when the original answer was stored (sent as Idempotent-Original-Date). */
+  originalAt?: Date;
 }

@@ -16,6 +16,8 @@ export function recordView(record: IdempotencyRecord) {
     recoveryPoint: record.recoveryPoint,
     lease: record.lease ? { lockedAt: record.lease.lockedAt, expiresAt: record.lease.expiresAt } : null,
     responseStatus: record.response?.status ?? null,
+    // What the key created: the stored response's Location (never its body).
+    location: record.response?.headers?.['location'] ?? null,
     // Why this attempt cannot finish on its own (a document it would write exists with other content).
     conflict: record.conflict ? { what: record.conflict.what, detail: record.conflict.detail, at: record.conflict.at } : null,
     createdAt: record.createdAt,
@@ -32,10 +34,12 @@ export class IdempotencyAdminService {
     private readonly clock: IdempotencyClock,
   ) {}
 
+  /** The key's records, oldest first; `location` is the first stored Location among them (for the Location header), or null. */
   async describe(tenant: string, clientKey: string) {
     const records = await this.records.findByClientKey(tenant, clientKey);
     if (records.length === 0) throw new IdempotencyKeyNotFoundError();
-    return { key: clientKey, records: records.map(recordView) };
+    const views = records.map(recordView);
+    return { key: clientKey, location: views.find((view) => view.location !== null)?.location ?? null, records: views };
   }
 
   /**

@@ -53,6 +53,8 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
     },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
+    // Set when the attempt finishes (Idempotent-Original-Date); absent on records finished before it existed.
+    finishedAt: { type: Date },
     expiresAt: { type: Date, required: true },
     purgeAt: { type: Date, default: null },
   },

@@ -33,6 +33,8 @@ export interface ModuleAppOptions {
   dbName: string;
   options?: Partial<IdempotencyModuleOptions>;
   extras?: IdempotencyModuleExtras;
+  /** Registers the package this way instead of forRoot(TEST_OPTIONS + options + extras), e.g. forRootAsync. */
+  idempotencyModule?: DynamicModule;
   imports?: (Type | DynamicModule)[];
   controllers?: Type[];
   providers?: Provider[];
@@ -51,7 +53,7 @@ export async function startModuleApp(config: ModuleAppOptions): Promise<ModuleAp
   const moduleRef = await Test.createTestingModule({
     imports: [
       MongooseModule.forRoot(mongoUri(), { dbName: config.dbName, writeConcern: { w: 'majority', j: true } }),
-      IdempotencyModule.forRoot({ ...TEST_OPTIONS, ...config.options, ...config.extras }),
+      config.idempotencyModule ?? IdempotencyModule.forRoot({ ...TEST_OPTIONS, ...config.options, ...config.extras }),
       ...(config.imports ?? []),
     ],
     controllers: config.controllers ?? [],
