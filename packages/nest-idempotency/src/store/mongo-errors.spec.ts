@@ -54,3 +54,12 @@ describe('mongo error classification', () => {
     expect(isStoreTimeout(named('MongoServerError', 'WriteConflict', { code: 112 }))).toBe(false);
   });
 });
+
+describe("Mongoose's buffering timeout (an app with bufferCommands on)", () => {
+  it('is a store that cannot be reached in time: 503 + Retry-After, never a 500', () => {
+    const error = Object.assign(new Error('Operation `widgets.insertOne()` buffering timed out after 10000ms'), { name: 'MongooseError' });
+    expect(isStoreUnavailable(error)).toBe(true);
+    expect(isStoreTimeout(error)).toBe(true);
+    expect(isStoreUnavailable(Object.assign(new Error('Cast to ObjectId failed'), { name: 'MongooseError' }))).toBe(false);
+  });
+});

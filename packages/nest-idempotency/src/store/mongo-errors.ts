@@ -60,6 +60,11 @@ const UNAVAILABLE_CODES = new Set([
   13436, // NotPrimaryOrSecondary
 ]);
 const NETWORK_FAILURE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH/;
+/**
+ * Mongoose's own wait for a connection (an app that keeps `bufferCommands` on, the
+ * default): the store was not connected for `bufferTimeoutMS`. Unreachable, and a timeout.
+ */
+const isBufferingTimeout = (error: Error): boolean => error.name === 'MongooseError' && /buffering timed out/.test(error.message ?? '');
 /*
  * The session's transaction state and the server's disagree - after a
  * timed-out attempt whose abort never arrived (the jongodb emulator says it
@@ -87,7 +92,8 @@ function someInChain(error: unknown, test: (candidate: Error & { code?: unknown 
 export function isStoreUnavailable(error: unknown): boolean {
   return someInChain(error, (current) => {
     const name = current.name ?? '';
-    if (UNAVAILABLE_NAMES.has(name) || name.endsWith('ServerSelectionError') || isWriteConflict(current)) return true;
+    if (UNAVAILABLE_NAMES.has(name) || name.endsWith('ServerSelectionError') || isWriteConflict(current) || isBufferingTimeout(current))
+      return true;
     if (!name.startsWith('Mongo')) return false;
     return (
       UNAVAILABLE_LABELS.some((label) => hasLabel(current, label)) ||
@@ -104,7 +110,11 @@ export function isStoreUnavailable(error: unknown): boolean {
  * request would only make the client wait that long again.
  */
 export function isStoreTimeout(error: unknown): boolean {
-  return someInChain(error, (current) => TIMEOUT_NAMES.has(current.name ?? '') || (current.name ?? '').endsWith('ServerSelectionError'));
+  return someInChain(
+    error,
+    (current) =>
+      TIMEOUT_NAMES.has(current.name ?? '') || (current.name ?? '').endsWith('ServerSelectionError') || isBufferingTimeout(current),
+  );
 }
 
 /**

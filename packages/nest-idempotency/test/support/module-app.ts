@@ -52,7 +52,14 @@ export const onEmulator = (): boolean => process.env.TEST_MONGO_BACKEND === 'emu
 export async function startModuleApp(config: ModuleAppOptions): Promise<ModuleApp> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      MongooseModule.forRoot(mongoUri(), { dbName: config.dbName, writeConcern: { w: 'majority', j: true } }),
+      // As the package README recommends: no buffering (a store fault answers at once), polling heartbeats
+      // (what the emulator supports; the same on a real replica set).
+      MongooseModule.forRoot(mongoUri(), {
+        dbName: config.dbName,
+        writeConcern: { w: 'majority', j: true },
+        bufferCommands: false,
+        serverMonitoringMode: 'poll',
+      }),
       config.idempotencyModule ?? IdempotencyModule.forRoot({ ...TEST_OPTIONS, ...config.options, ...config.extras }),
       ...(config.imports ?? []),
     ],

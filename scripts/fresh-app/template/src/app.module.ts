@@ -11,7 +11,12 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        MongooseModule.forRoot(config.mongoUri, { dbName: config.dbName, writeConcern: { w: 'majority', j: true } }),
+        MongooseModule.forRoot(config.mongoUri, {
+          dbName: config.dbName,
+          writeConcern: { w: 'majority', j: true },
+          bufferCommands: false,
+          serverMonitoringMode: 'poll',
+        }),
         IdempotencyModule.forRoot({
           service: 'notes-service',
           // This app's "authentication": a tenant header (a real one reads what its guard resolved).
