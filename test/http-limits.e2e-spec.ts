@@ -170,7 +170,18 @@ describe('HTTP limits of the real process', () => {
       const answer = parseRaw(text);
       expect(answer).toMatchObject({ status, problem: { status, code } });
       expect(answer.contentType).toMatch(/^application\/problem\+json/);
-      expect(Object.keys(answer.problem).sort()).toEqual(['code', 'detail', 'status', 'title', 'type']);
+      // The problem members and the client guidance (issue 27), nothing of the request echoed back.
+      expect(Object.keys(answer.problem).sort()).toEqual([
+        'code',
+        'detail',
+        'newKeySafe',
+        'retryable',
+        'reuseKey',
+        'status',
+        'title',
+        'type',
+      ]);
+      expect(answer.problem).toMatchObject({ retryable: false, newKeySafe: true });
       expect(text).not.toContain('kkkkkkkk');
     });
 
