@@ -31,22 +31,18 @@ import { DuplicateGuard } from './protocol/duplicate-guard.js';
 import { DuplicateGuardRepository } from './store/duplicate-guard.repository.js';
 import { CacheConnection, NoCache } from './fast-path/cache-connection.js';
 
-export const {
-  ConfigurableModuleClass,
-  MODULE_OPTIONS_TOKEN: IDEMPOTENCY_MODULE_OPTIONS,
-  OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<IdempotencyModuleOptions>({ moduleName: 'Idempotency' })
-  .setClassMethodName('forRoot')
-  .setFactoryMethodName('createIdempotencyOptions')
-  .setExtras<IdempotencyModuleExtras>({ isGlobal: true, ports: {} }, (definition, extras) => ({
-    ...definition,
-    global: extras.isGlobal ?? true,
-    imports: [...(definition.imports ?? []), MongooseModule.forFeature(IDEMPOTENCY_MODELS, extras.connectionName)],
-    providers: [...(definition.providers ?? []), settingsProvider(extras), ...portProviders(extras), ...INTERNAL_PROVIDERS],
-    exports: PUBLIC_PROVIDERS,
-  }))
-  .build();
+export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN: IDEMPOTENCY_MODULE_OPTIONS } =
+  new ConfigurableModuleBuilder<IdempotencyModuleOptions>({ moduleName: 'Idempotency' })
+    .setClassMethodName('forRoot')
+    .setFactoryMethodName('createIdempotencyOptions')
+    .setExtras<IdempotencyModuleExtras>({ isGlobal: true, ports: {} }, (definition, extras) => ({
+      ...definition,
+      global: extras.isGlobal ?? true,
+      imports: [...(definition.imports ?? []), MongooseModule.forFeature(IDEMPOTENCY_MODELS, extras.connectionName)],
+      providers: [...(definition.providers ?? []), settingsProvider(extras), ...portProviders(extras), ...INTERNAL_PROVIDERS],
+      exports: PUBLIC_PROVIDERS,
+    }))
+    .build();
 
 /** What a consumer injects. */
 const PUBLIC_PROVIDERS = [

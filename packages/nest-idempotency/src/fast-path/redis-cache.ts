@@ -34,19 +34,18 @@ export class RedisCache extends CacheConnection implements OnModuleDestroy {
     private readonly metrics: IdempotencyMetrics,
   ) {
     super();
-    const config = { url: fastPath.url, commandTimeoutMs: fastPath.commandTimeoutMs };
-    this.client = new Redis(config.url, {
+    this.client = new Redis(fastPath.url, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: config.commandTimeoutMs,
-      connectTimeout: Math.max(1000, config.commandTimeoutMs),
+      commandTimeout: fastPath.commandTimeoutMs,
+      connectTimeout: Math.max(1000, fastPath.commandTimeoutMs),
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
       lazyConnect: false,
     });
     this.client.on('error', (error: Error) => this.logRateLimited(`Redis: ${error.message}`));
     this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => call(), {
       name: 'idempotency-cache',
-      timeout: config.commandTimeoutMs,
+      timeout: fastPath.commandTimeoutMs,
       errorThresholdPercentage: fastPath.breaker.errorPercent,
       volumeThreshold: fastPath.breaker.volumeThreshold,
       resetTimeout: fastPath.breaker.resetMs,
