@@ -10,6 +10,7 @@ import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { PrivacyModule } from './privacy/privacy.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({
   imports: [
@@ -24,6 +25,7 @@ import { PrivacyModule } from './privacy/privacy.module.js';
     HealthModule,
     OrdersModule,
     PrivacyModule,
+    WebhooksModule,
   ],
 })
 export class AppModule {}

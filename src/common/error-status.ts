@@ -45,6 +45,13 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   card_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
   // Nothing stored; the same key resumes the same order with the same charge key.
   payment_provider_unavailable: { status: 503, ...retrySameKey(2) },
+  // Provider webhooks (no Idempotency-Key: the event id is the key). Refused before the inbox, nothing recorded;
+  // the same delivery would be refused again, so a provider should not retry it as it is.
+  webhook_signature_invalid: { status: 401, ...REFUSED },
+  webhook_timestamp_out_of_tolerance: { status: 401, ...REFUSED },
+  webhook_event_invalid: { status: 400, ...REFUSED },
+  // The order has not recorded its charge yet: deliver the same event again later.
+  webhook_not_ready: { status: 503, retryable: true, reuseKey: true, newKeySafe: false, retryAfterSeconds: 1 },
   // HTTP and framework refusals: the request never reached a handler
   not_found: { status: 404, ...REFUSED },
   method_not_allowed: { status: 405, ...REFUSED },
