@@ -70,6 +70,11 @@ export class AsyncSettlement {
     private readonly outbox: OutboxService,
   ) {}
 
+  /** Orders in `processing` since before `before`, oldest first (for the processing reconciliation). */
+  overdue(before: Date, limit: number): Promise<Order[]> {
+    return this.orders.findProcessingSince(before, limit);
+  }
+
   async plan(session: ClientSession, chargeKey: string, outcome: ProviderOutcome): Promise<SettlementPlan> {
     const orderId = orderIdForChargeKey(chargeKey);
     const order = orderId ? await this.orders.findById(orderId, session) : null;

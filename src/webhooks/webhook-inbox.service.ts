@@ -4,6 +4,7 @@ import { TransactionRunner } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { AsyncSettlement, type ProviderOutcome } from '../orders/async-settlement.js';
+import { FAILURE } from '../orders/order-workflow.js';
 import type { InboxEvent, InboxOutcome } from './inbox-event.js';
 import { EventAlreadyReceivedError, InboxEventRepository } from './inbox-event.repository.js';
 import type { PaymentEvent } from './payment-event.js';
@@ -114,7 +115,8 @@ function outcomeOf(event: PaymentEvent): ProviderOutcome {
       charge: { id: charge.chargeId, chargeKey: charge.chargeKey, amountMinor: charge.amountMinor, currency: charge.currency, createdAt: event.occurredAt },
     };
   }
-  if (event.type === 'charge.failed') return { kind: 'failed', reason: charge.failureReason ?? 'card_declined' };
+  // The order says why in its own words (the documented failureReason values); the provider's reason is not copied.
+  if (event.type === 'charge.failed') return { kind: 'failed', reason: FAILURE.declined };
   return { kind: 'processing' };
 }
 

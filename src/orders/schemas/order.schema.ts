@@ -47,3 +47,5 @@ OrderSchema.index({ tenant: 1, createdAt: -1, _id: -1 }, { name: 'tenant_created
 OrderSchema.index({ tenant: 1, customerId: 1 }, { name: 'tenant_customer' });
 // The authorizations the expiry sweep looks at: authorized orders by when they lapse.
 OrderSchema.index({ state: 1, authorizationExpiresAt: 1 }, { name: 'state_authorization_expiry' });
+// Orders waiting on an asynchronous charge past the processing bound (the processing reconciliation).
+OrderSchema.index({ state: 1, 'stateHistory.processing': 1 }, { name: 'state_processing_since' });
