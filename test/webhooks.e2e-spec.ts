@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { LedgerService } from '../src/ledger/ledger.service.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../src/payments/payment.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
@@ -118,9 +119,15 @@ describe('provider webhooks: signatures, the inbox, order', () => {
       expect(notJson.body.code).toBe('malformed_json');
       const deep = await deliver(t, current, event, { body: `${'['.repeat(40)}${']'.repeat(40)}` }).expect(400);
       expect(deep.body.code).toBe('json_too_deep');
-      const proto = await deliver(t, current, event, { body: '{"__proto__": {"x": 1}, "type": "a.b", "timestamp": "2026-01-01T00:00:00Z"}' });
+      const proto = await deliver(t, current, event, {
+        body: '{"__proto__": {"x": 1}, "type": "a.b", "timestamp": "2026-01-01T00:00:00Z"}',
+      });
       expect(proto.status).toBe(400);
-      const wrongShape = JSON.stringify({ type: 'charge.succeeded', timestamp: new Date().toISOString(), data: { chargeKey, amountMinor: -1 } });
+      const wrongShape = JSON.stringify({
+        type: 'charge.succeeded',
+        timestamp: new Date().toISOString(),
+        data: { chargeKey, amountMinor: -1 },
+      });
       const invalid = await deliver(t, current, event, { body: wrongShape }).expect(400);
       expect(invalid.body).toMatchObject({ code: 'webhook_event_invalid', retryable: false });
       const array = await deliver(t, current, event, { body: '[1,2]' }).expect(400);
@@ -166,6 +173,33 @@ describe('provider webhooks: signatures, the inbox, order', () => {
       expect(await effectsOf(t.db, orderId)).toEqual({ state: 'failed', payments: 0, ledgerLines: 0, balanced: true, completedEvents: 0 });
       expect(await t.db.collection('orders').findOne({ _id: orderId as never })).toMatchObject({ failureReason: 'card_declined' });
       expect(await inbox()).toMatchObject([{ _id: event.id, outcome: 'applied' }]);
+    });
+  });
+
+  describe('handler failures', () => {
+    it('answers 500 for an unexpected failure and 503 + Retry-After for a store fault mid-effect, leaving no half effect; the retry applies it once', async () => {
+      const { orderId, chargeKey } = await asyncOrder();
+      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const ledger = t.app.get(LedgerService);
+      const storeDown = Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' });
+      // After the inbox row, the payment and the charged transition were written in the same transaction.
+      const spy = jest.spyOn(ledger, 'post').mockRejectedValueOnce(new Error('boom')).mockRejectedValueOnce(storeDown);
+      try {
+        const crashed = await deliver(t, current, event).expect(500);
+        expect(crashed.body.code).toBe('internal_error');
+        expect(await effectsOf(t.db, orderId)).toEqual(UNTOUCHED);
+        expect(await inbox()).toEqual([]);
+        const unavailable = await deliver(t, current, event).expect(503);
+        expect(unavailable.body.code).toBe('store_unavailable');
+        expect(Number(unavailable.headers['retry-after'])).toBeGreaterThan(0);
+        expect(await effectsOf(t.db, orderId)).toEqual(UNTOUCHED);
+        expect(await inbox()).toEqual([]);
+      } finally {
+        spy.mockRestore();
+      }
+      await deliver(t, current, event).expect(200);
+      expect(await effectsOf(t.db, orderId)).toEqual(SAVED_ONCE);
+      expect(await inbox()).toHaveLength(1);
     });
   });
 

@@ -83,7 +83,8 @@ export class AsyncSettlement {
     if (order.state === 'pending') return { action: 'not_ready', order };
     if (order.state !== 'processing') {
       const conflicting = (order.state === 'failed') !== (outcome.kind === 'failed');
-      if (conflicting) this.logger.error({ msg: 'provider outcome conflicts with the settled order', orderId: order._id, state: order.state });
+      if (conflicting)
+        this.logger.error({ msg: 'provider outcome conflicts with the settled order', orderId: order._id, state: order.state });
       return { action: 'ignore', order, reason: conflicting ? 'conflicting_outcome' : 'already_final' };
     }
     if (outcome.kind === 'succeeded' && (outcome.charge.amountMinor !== order.amountMinor || outcome.charge.currency !== order.currency)) {
@@ -98,7 +99,13 @@ export class AsyncSettlement {
     const { order, outcome } = plan;
     if (outcome.kind === 'failed') {
       await this.orders.markFailed(session, order, outcome.reason, now);
-      return { ...order, state: 'failed', failureReason: outcome.reason, paymentToken: null, stateHistory: { ...order.stateHistory, failed: now } };
+      return {
+        ...order,
+        state: 'failed',
+        failureReason: outcome.reason,
+        paymentToken: null,
+        stateHistory: { ...order.stateHistory, failed: now },
+      };
     }
     const { payment } = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
     await this.orders.markCharged(session, order, payment._id, now);

@@ -42,7 +42,8 @@ export type ReconcileResult =
   | { outcome: 'canceled' };
 
 /** An asynchronous charge asked about past our bound: its outcome, or canceled at the provider (it never settles now). */
-export type AsyncChargeResult = { outcome: 'succeeded'; charge: Charge } | { outcome: 'declined'; reason: string } | { outcome: 'canceled' };
+export type AsyncChargeResult =
+  { outcome: 'succeeded'; charge: Charge } | { outcome: 'declined'; reason: string } | { outcome: 'canceled' };
 
 /** The money movements after a charge, each under its own key. */
 export type OperationKind = 'capture' | 'void' | 'refund';

@@ -90,7 +90,9 @@ export function compareSettlements(
 }
 
 /** Net clearing per order from journal lines on the clearing account. */
-export function netClearing(lines: { orderId: string; direction: 'debit' | 'credit'; amountMinor: number; currency: string }[]): LedgerClearing[] {
+export function netClearing(
+  lines: { orderId: string; direction: 'debit' | 'credit'; amountMinor: number; currency: string }[],
+): LedgerClearing[] {
   const byOrder = new Map<string, LedgerClearing>();
   for (const line of lines) {
     const item = byOrder.get(line.orderId) ?? { orderId: line.orderId, netMinor: 0, currency: line.currency };

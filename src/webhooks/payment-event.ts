@@ -52,7 +52,8 @@ export function readPaymentEvent(id: string, document: unknown): PaymentEvent {
 
 function readCharge(type: PaymentEventType, data: Record<string, unknown>): ChargeEventData {
   const { chargeKey, chargeId, amountMinor, currency, sequence, failureReason } = data;
-  if (typeof chargeKey !== 'string' || !CHARGE_KEY.test(chargeKey)) throw new WebhookEventInvalidError('`data.chargeKey` is not a charge key');
+  if (typeof chargeKey !== 'string' || !CHARGE_KEY.test(chargeKey))
+    throw new WebhookEventInvalidError('`data.chargeKey` is not a charge key');
   if (typeof chargeId !== 'string' || !CHARGE_ID.test(chargeId)) throw new WebhookEventInvalidError('`data.chargeId` is not a charge id');
   if (!Number.isSafeInteger(amountMinor) || (amountMinor as number) <= 0) {
     throw new WebhookEventInvalidError('`data.amountMinor` must be a positive integer');

@@ -82,7 +82,8 @@ export class WebhookInbox {
     if (plan.action === 'not_ready') throw new WebhookNotReadyError(NOT_READY_RETRY_AFTER_SECONDS);
     row.orderId = plan.order?._id ?? null;
     row.tenant = plan.order?.tenant ?? null;
-    const stale = plan.action === 'settle' && (await this.events.lastAppliedSequence(session, event.charge.chargeKey)) >= event.charge.sequence;
+    const stale =
+      plan.action === 'settle' && (await this.events.lastAppliedSequence(session, event.charge.chargeKey)) >= event.charge.sequence;
     if (plan.action === 'ignore' || stale) {
       row.outcome = 'ignored';
       row.reason = plan.action === 'ignore' ? plan.reason : 'stale';
@@ -112,7 +113,13 @@ function outcomeOf(event: PaymentEvent): ProviderOutcome {
   if (event.type === 'charge.succeeded') {
     return {
       kind: 'succeeded',
-      charge: { id: charge.chargeId, chargeKey: charge.chargeKey, amountMinor: charge.amountMinor, currency: charge.currency, createdAt: event.occurredAt },
+      charge: {
+        id: charge.chargeId,
+        chargeKey: charge.chargeKey,
+        amountMinor: charge.amountMinor,
+        currency: charge.currency,
+        createdAt: event.occurredAt,
+      },
     };
   }
   // The order says why in its own words (the documented failureReason values); the provider's reason is not copied.

@@ -52,7 +52,11 @@ export class WebhooksController {
       type: 'object',
       required: ['type', 'timestamp', 'data'],
       properties: {
-        type: { type: 'string', example: 'charge.succeeded', description: 'charge.processing, charge.succeeded, charge.failed; others are recorded only' },
+        type: {
+          type: 'string',
+          example: 'charge.succeeded',
+          description: 'charge.processing, charge.succeeded, charge.failed; others are recorded only',
+        },
         timestamp: { type: 'string', format: 'date-time' },
         data: {
           type: 'object',
@@ -69,7 +73,10 @@ export class WebhooksController {
     },
   })
   @ApiOkResponse({ type: WebhookReceiptResponse, description: 'Recorded (now, or by an earlier delivery: `duplicate`)' })
-  @ApiProblemResponse(400, '`malformed_json`, `json_too_deep`, `json_too_many_values`, `json_not_i_json`, or `webhook_event_invalid`: nothing recorded')
+  @ApiProblemResponse(
+    400,
+    '`malformed_json`, `json_too_deep`, `json_too_many_values`, `json_not_i_json`, or `webhook_event_invalid`: nothing recorded',
+  )
   @ApiProblemResponse(401, '`webhook_signature_invalid` (missing headers or no matching signature) or `webhook_timestamp_out_of_tolerance`')
   @ApiProblemResponse(413, '`payload_too_large`: the body is over WEBHOOK_BODY_LIMIT_BYTES')
   @ApiProblemResponse(415, '`unsupported_media_type`: send the body as application/json')

@@ -50,10 +50,7 @@ export async function eventFor(simulatorDb: Db, chargeKey: string, type: ChargeE
 
 /** What one order left in the database: the counts the exactly-once promise is about. */
 export async function effectsOf(db: Db, orderId: string) {
-  const entries = await db
-    .collection<{ direction: string; amountMinor: number }>('ledger_entries')
-    .find({ orderId })
-    .toArray();
+  const entries = await db.collection<{ direction: string; amountMinor: number }>('ledger_entries').find({ orderId }).toArray();
   const debits = entries.filter((e) => e.direction === 'debit').reduce((sum, e) => sum + e.amountMinor, 0);
   const credits = entries.filter((e) => e.direction === 'credit').reduce((sum, e) => sum + e.amountMinor, 0);
   return {

@@ -10,7 +10,8 @@ export class WebhookReceiptResponse {
 
   @ApiProperty({
     enum: ['applied', 'ignored', 'unknown_type'],
-    description: '`applied`: the event moved an order on. `ignored`: it changed nothing (see `reason`). `unknown_type`: recorded, not acted on',
+    description:
+      '`applied`: the event moved an order on. `ignored`: it changed nothing (see `reason`). `unknown_type`: recorded, not acted on',
   })
   outcome: string;
 
@@ -22,6 +23,11 @@ export class WebhookReceiptResponse {
   })
   reason: string | null;
 
-  @ApiProperty({ type: 'string', nullable: true, example: 'ord_65f1c2a9b7e4d3f2a1b0c9d8', description: 'The order the event is about, if ours' })
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'ord_65f1c2a9b7e4d3f2a1b0c9d8',
+    description: 'The order the event is about, if ours',
+  })
   orderId: string | null;
 }
