@@ -549,7 +549,7 @@ export interface PaymentsSettings {
 
 /** Provider webhooks (POST /v1/webhooks/payments) and the bound on `processing` orders. */
 export interface WebhookSettings {
-  /** Every secret that verifies (Standard Webhooks `whsec_<base64>`): the current one and those still in rotation. */
+  /** Every secret that verifies (Standard Webhooks `whsec_<base64>`): the current one and those still in rotation; none = every delivery refused. */
   secrets: string[];
   usingDevSecret: boolean;
   toleranceSeconds: number;
@@ -784,13 +784,12 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
 
 /**
  * WEBHOOK_SECRETS: comma-separated Standard Webhooks secrets (`whsec_` + base64 of 24 to 64 bytes), the newest first.
- * Unset: the dev secret where dev defaults are allowed (`realStore` undefined), else refused.
+ * Unset: the dev secret where dev defaults are allowed (`realStore` undefined); with a real store none - the
+ * webhook endpoint then refuses every delivery (401) until secrets are set, and deployments without
+ * asynchronous payments need not configure any.
  */
 function parseWebhookSecrets(name: string, value: string | undefined, realStore: string | undefined, problems: string[]) {
-  if (!value) {
-    if (realStore) problems.push(`${name}: required when ${realStore}`);
-    return { secrets: [DEV_WEBHOOK_SECRET], dev: true };
-  }
+  if (!value) return realStore ? { secrets: [], dev: false } : { secrets: [DEV_WEBHOOK_SECRET], dev: true };
   const secrets = value
     .split(',')
     .map((part) => part.trim())

@@ -78,7 +78,7 @@ export class SimulatedWebhookSender implements OnApplicationShutdown {
   }
 
   get enabled(): boolean {
-    return this.options.url !== undefined && !this.stopped;
+    return this.options.url !== undefined && this.options.secrets.length > 0 && !this.stopped;
   }
 
   /** Schedules the event's deliveries; returns at once. Without a URL, nothing is sent. */
