@@ -27,7 +27,8 @@ export class OrdersModule implements OnModuleInit {
   onModuleInit(): void {
     this.reaper.register(CREATE_ORDER_OPERATION, async (lease) => {
       const order = await this.workflow.advance(lease, 'reconcile');
-      return order.state === 'saved' ? 'completed' : 'abandoned';
+      // processing: the key is answered (202); the outcome is the webhook's or the processing bound's.
+      return order.state === 'saved' || order.state === 'processing' ? 'completed' : 'abandoned';
     });
   }
 }
