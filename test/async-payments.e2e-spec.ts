@@ -5,6 +5,7 @@ import { chargeKeyFor } from '../src/payments/payment.js';
 import { SimulatedWebhookSender } from '../src/payments/webhook-sender.js';
 import { ProcessingReconciler } from '../src/reconciliation/processing-reconciler.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
+import { findViolations } from './support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 import { effectsOf, newWebhookSecret, SAVED_ONCE, UNTOUCHED } from './support/webhooks.js';
 
@@ -120,6 +121,7 @@ describe('asynchronous payments', () => {
     for (const orderId of orderIds) expect(await effectsOf(t.db, orderId)).toEqual(SAVED_ONCE);
     expect(await t.db.collection('webhook_inbox').countDocuments()).toBe(10);
     expect(await t.db.collection('webhook_inbox').countDocuments({ outcome: 'applied' })).toBe(5);
+    expect(await findViolations({ ...t, acknowledgedOrderIds: orderIds, requireSettled: true })).toEqual([]);
   });
 
   it('retries with backoff while the service answers 503 (the outcome overtook its order), then applies it once', async () => {
@@ -173,6 +175,7 @@ describe('asynchronous payments', () => {
     expect(await settle(stillProcessing, 'succeeded')).toBe('canceled');
     expect(await reconciler.runOnce()).toMatchObject({ examined: 0 });
     expect(await t.db.collection('orders').countDocuments({ state: 'processing' })).toBe(0);
+    expect(await findViolations({ ...t, requireSettled: true })).toEqual([]);
   });
 
   it('lets a late webhook after the reconciliation change nothing', async () => {

@@ -3,6 +3,7 @@ import { LedgerService } from '../src/ledger/ledger.service.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../src/payments/payment.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
+import { findViolations } from './support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 import { deliver, effectsOf, eventBody, eventFor, newWebhookSecret, SAVED_ONCE, UNTOUCHED } from './support/webhooks.js';
 
@@ -47,23 +48,30 @@ describe('provider webhooks: signatures, the inbox, order', () => {
     return { orderId: res.body.id, chargeKey: chargeKeyFor(res.body.id) };
   }
 
+  /** The provider settles the charge, then its outcome event (what it would send by webhook). */
+  async function outcome(chargeKey: string, type: 'charge.succeeded' | 'charge.failed') {
+    await gateway.settleProcessing(chargeKey, type === 'charge.succeeded' ? 'succeeded' : 'declined');
+    return eventFor(t.simulatorDb, chargeKey, type);
+  }
+
   const inbox = () => t.db.collection('webhook_inbox').find({}).sort({ _id: 1 }).toArray();
 
   describe('signatures', () => {
     it('applies a valid delivery: order saved with one payment, one balanced journal, one outbox event, one inbox row', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const res = await deliver(t, current, event).expect(200);
       expect(res.body).toEqual({ eventId: event.id, duplicate: false, outcome: 'applied', reason: null, orderId });
       expect(await effectsOf(t.db, orderId)).toEqual(SAVED_ONCE);
       expect(await inbox()).toMatchObject([{ _id: event.id, type: 'charge.succeeded', outcome: 'applied', orderId, tenant: 'acme' }]);
       const order = await t.http().get(`/v1/orders/${orderId}`).set(auth()).expect(200);
       expect(order.body).toMatchObject({ state: 'saved', paymentId: expect.stringMatching(/^pay_/) });
+      expect(await findViolations({ ...t, acknowledgedOrderIds: [orderId], requireSettled: true })).toEqual([]);
     });
 
     it('refuses a wrong secret, a tampered body and missing headers with 401, writing nothing', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const wrong = await deliver(t, newWebhookSecret(), event).expect(401);
       expect(wrong.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(wrong.body).toMatchObject({ code: 'webhook_signature_invalid', retryable: false });
@@ -80,17 +88,17 @@ describe('provider webhooks: signatures, the inbox, order', () => {
 
     it('accepts the secret still in rotation, and a delivery signed with several secrets of which one is current', async () => {
       const first = await asyncOrder();
-      await deliver(t, current, await eventFor(t.simulatorDb, first.chargeKey, 'charge.succeeded'), { secrets: [previous] }).expect(200);
+      await deliver(t, current, await outcome(first.chargeKey, 'charge.succeeded'), { secrets: [previous] }).expect(200);
       expect(await effectsOf(t.db, first.orderId)).toEqual(SAVED_ONCE);
       const second = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, second.chargeKey, 'charge.succeeded');
+      const event = await outcome(second.chargeKey, 'charge.succeeded');
       await deliver(t, current, event, { secrets: [newWebhookSecret(), current] }).expect(200);
       expect(await effectsOf(t.db, second.orderId)).toEqual(SAVED_ONCE);
     });
 
     it('refuses a stale or future timestamp (a replayed capture) with 401, writing nothing', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const stale = await deliver(t, current, event, { signedAt: new Date(Date.now() - 6 * 60_000) }).expect(401);
       expect(stale.body).toMatchObject({ code: 'webhook_timestamp_out_of_tolerance', retryable: false });
       await deliver(t, current, event, { signedAt: new Date(Date.now() + 6 * 60_000) }).expect(401);
@@ -101,7 +109,7 @@ describe('provider webhooks: signatures, the inbox, order', () => {
 
     it('acknowledges a replay of an accepted delivery (same bytes, same headers) as a duplicate that changes nothing', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const signedAt = new Date();
       await deliver(t, current, event, { signedAt }).expect(200);
       const replay = await deliver(t, current, event, { signedAt }).expect(200);
@@ -114,7 +122,7 @@ describe('provider webhooks: signatures, the inbox, order', () => {
   describe('bodies', () => {
     it('refuses a signed body that is not JSON, or not an event, with 400; an oversized one with 413; nothing written', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const notJson = await deliver(t, current, event, { body: '{"type": "charge.succeeded",' }).expect(400);
       expect(notJson.body.code).toBe('malformed_json');
       const deep = await deliver(t, current, event, { body: `${'['.repeat(40)}${']'.repeat(40)}` }).expect(400);
@@ -145,7 +153,7 @@ describe('provider webhooks: signatures, the inbox, order', () => {
   describe('exactly once', () => {
     it('applies an event once however often it is delivered in sequence', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const answers = [];
       for (let copy = 0; copy < 4; copy++) answers.push((await deliver(t, current, event).expect(200)).body.duplicate);
       expect(answers).toEqual([false, true, true, true]);
@@ -155,7 +163,7 @@ describe('provider webhooks: signatures, the inbox, order', () => {
 
     it('applies an event once when 20 copies arrive at the same time: one effect, every copy 200', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const answers = await Promise.all(Array.from({ length: 20 }, () => deliver(t, current, event)));
       expect(answers.map((res) => res.status)).toEqual(Array(20).fill(200));
       expect(answers.filter((res) => !res.body.duplicate)).toHaveLength(1);
@@ -164,22 +172,24 @@ describe('provider webhooks: signatures, the inbox, order', () => {
       expect(await t.db.collection('ledger_entries').countDocuments()).toBe(4);
       expect(await t.db.collection('outbox_events').countDocuments()).toBe(1);
       expect(await inbox()).toMatchObject([{ _id: event.id, outcome: 'applied' }]);
+      expect(await findViolations({ ...t, acknowledgedOrderIds: [orderId], requireSettled: true })).toEqual([]);
     });
 
     it('settles a declined asynchronous charge as failed, with no payment, journal or event', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.failed');
+      const event = await outcome(chargeKey, 'charge.failed');
       await Promise.all([deliver(t, current, event), deliver(t, current, event)]);
       expect(await effectsOf(t.db, orderId)).toEqual({ state: 'failed', payments: 0, ledgerLines: 0, balanced: true, completedEvents: 0 });
       expect(await t.db.collection('orders').findOne({ _id: orderId as never })).toMatchObject({ failureReason: 'card_declined' });
       expect(await inbox()).toMatchObject([{ _id: event.id, outcome: 'applied' }]);
+      expect(await findViolations({ ...t, requireSettled: true })).toEqual([]);
     });
   });
 
   describe('handler failures', () => {
     it('answers 500 for an unexpected failure and 503 + Retry-After for a store fault mid-effect, leaving no half effect; the retry applies it once', async () => {
       const { orderId, chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const ledger = t.app.get(LedgerService);
       const storeDown = Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' });
       // After the inbox row, the payment and the charged transition were written in the same transaction.
@@ -207,8 +217,8 @@ describe('provider webhooks: signatures, the inbox, order', () => {
     it('ignores a late charge.processing and a conflicting charge.failed after charge.succeeded: recorded, nothing changed', async () => {
       const { orderId, chargeKey } = await asyncOrder();
       const processing = await eventFor(t.simulatorDb, chargeKey, 'charge.processing');
-      const succeeded = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
-      const failed = await eventFor(t.simulatorDb, chargeKey, 'charge.failed');
+      const succeeded = await outcome(chargeKey, 'charge.succeeded');
+      const failed = await outcome(chargeKey, 'charge.failed');
       await deliver(t, current, succeeded).expect(200);
       const late = await deliver(t, current, processing).expect(200);
       expect(late.body).toMatchObject({ duplicate: false, outcome: 'ignored', reason: 'no_change' });
@@ -235,7 +245,7 @@ describe('provider webhooks: signatures, the inbox, order', () => {
       const done = creating.then((res) => res);
       const orderId = await held.reached;
       const chargeKey = chargeKeyFor(orderId);
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const early = await deliver(t, current, event).expect(503);
       expect(early.body).toMatchObject({ code: 'webhook_not_ready', retryable: true });
       expect(Number(early.headers['retry-after'])).toBeGreaterThan(0);
@@ -267,7 +277,7 @@ describe('provider webhooks: signatures, the inbox, order', () => {
 
     it('needs no tenant key, and a tenant key is no substitute for the signature', async () => {
       const { chargeKey } = await asyncOrder();
-      const event = await eventFor(t.simulatorDb, chargeKey, 'charge.succeeded');
+      const event = await outcome(chargeKey, 'charge.succeeded');
       const res = await t
         .http()
         .post('/v1/webhooks/payments')

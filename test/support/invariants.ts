@@ -19,7 +19,7 @@ interface OrderDoc {
   failureReason: string | null;
   paymentId: string | null;
   idempotency: { recordId: string; attempt: number };
-  stateHistory?: { saved?: Date };
+  stateHistory?: { saved?: Date; processing?: Date };
   createdAt: Date;
 }
 
@@ -408,8 +408,9 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
     }
     const expected: Record<string, (o: OrderDoc) => boolean> = {
       pending: (o) => o.state === 'pending' || o.state === 'charged',
-      // What the create answered, and whatever later operations made of it since.
-      complete: (o) => o.state !== 'pending' && o.state !== 'charged' && o.state !== 'failed',
+      // What the create answered, and whatever later operations made of it since - an asynchronous
+      // payment's 202 included, whose order the provider's outcome may have failed since.
+      complete: (o) => o.state !== 'pending' && o.state !== 'charged' && (o.state !== 'failed' || o.stateHistory?.processing !== undefined),
       failed: (o) => o.state === 'failed',
     };
     if (!expected[record.status]?.(order)) violations.push(`${where}: ${record.status} beside its order ${order._id} ${order.state}`);
