@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import type { Payment } from '../../src/payments/payment.js';
 import { tombstoneId, tombstoneScope } from '@idempotent-orders/nest-idempotency/testing';
-import { ACCOUNTS, paidOrderJournal } from '../../src/ledger/journal.js';
+import { ACCOUNTS, paidOrderJournal, refundJournal } from '../../src/ledger/journal.js';
 
 interface OrderDoc {
   _id: string;
@@ -15,7 +15,40 @@ interface OrderDoc {
   idempotency: { recordId: string; attempt: number };
   stateHistory?: { saved?: Date };
   createdAt: Date;
+  /** Absent on orders stored before refunds existed (0). */
+  capturedMinor?: number;
+  refundedMinor?: number;
+  refundableMinor?: number;
 }
+
+interface RefundDoc {
+  _id: string;
+  tenant: string;
+  orderId: string;
+  amountMinor: number;
+  currency: string;
+  state: string;
+  failureReason: string | null;
+  providerKey: string;
+  providerRefundId: string | null;
+  idempotency: { recordId: string; attempt: number };
+}
+
+/** The simulator's record of a capture, void or refund under its key. */
+interface OperationDoc {
+  _id: string;
+  kind: string | null;
+  status: string;
+  id: string;
+  amountMinor: number;
+  currency: string;
+}
+
+/** The create's answer was saved; refunds move the order on from there (the create journal and event stay). */
+const SOLD_STATES = ['saved', 'partially_refunded', 'refunded'];
+const isSold = (order: Pick<OrderDoc, 'state'>) => SOLD_STATES.includes(order.state);
+const CREATE_OPERATION = 'orders.create';
+const REFUND_OPERATION = 'orders.refund';
 
 interface RecordDoc {
   _id: string;
@@ -93,6 +126,9 @@ interface Store {
   entries: EntryDoc[];
   events: { _id: string; type: string; payload: { id: string; amountMinor?: number; state?: string } }[];
   tombstones: TombstoneDoc[];
+  refunds: RefundDoc[];
+  /** Refunds the provider made (succeeded, kind refund). */
+  providerRefunds: OperationDoc[];
 }
 
 async function load({ db, simulatorDb }: InvariantInput): Promise<Store> {
@@ -105,6 +141,8 @@ async function load({ db, simulatorDb }: InvariantInput): Promise<Store> {
     entries: await db.collection<EntryDoc>('ledger_entries').find({}).toArray(),
     events: await db.collection<Store['events'][number]>('outbox_events').find({}).toArray(),
     tombstones: await db.collection<TombstoneDoc>('idempotency_tombstones').find({}).toArray(),
+    refunds: await db.collection<RefundDoc>('refunds').find({}).toArray(),
+    providerRefunds: await simulatorDb.collection<OperationDoc>('operations').find({ kind: 'refund', status: 'succeeded' }).toArray(),
   };
 }
 
@@ -130,6 +168,7 @@ export async function findViolations(input: InvariantInput): Promise<string[]> {
     ...perOrder(store, input),
     ...perRecord(store, now, tombstoneMs),
     ...money(store),
+    ...refunds(store, input),
     ...(input.requireSettled ? settled(store) : []),
   ];
 }
@@ -203,7 +242,7 @@ function perOrder(store: Store, input: InvariantInput): string[] {
       continue;
     }
     if (charge && charge.amountMinor !== order.amountMinor) violations.push(`${where}: charge amount differs`);
-    if (order.state === 'charged' || order.state === 'saved') {
+    if (order.state === 'charged' || isSold(order)) {
       if (!charge) violations.push(`${where}: ${order.state} without a provider charge`);
       if (payments.length !== 1) violations.push(`${where}: ${payments.length} payment documents`);
       for (const payment of payments) {
@@ -219,14 +258,16 @@ function perOrder(store: Store, input: InvariantInput): string[] {
         if (!same) violations.push(`${where}: its payment ${payment._id} does not match its charge (amount, id, key, currency, tenant)`);
       }
     }
-    if (order.state === 'saved') {
-      violations.push(...journalViolations(order, entries));
+    // The order's own journal; refunds' reversals are checked by refunds().
+    const sale = entries.filter((entry) => entry.journalId === `jrn_${order._id}`);
+    if (isSold(order)) {
+      violations.push(...journalViolations(order, sale));
       if (events.length !== 1) violations.push(`${where}: ${events.length} order.completed events`);
       for (const event of events) {
         if (event.payload.amountMinor !== order.amountMinor || event.payload.state !== 'saved')
           violations.push(`${where}: its order.completed event says ${event.payload.amountMinor} ${event.payload.state}`);
       }
-    } else if (entries.length || events.length) {
+    } else if (sale.length || events.length) {
       violations.push(`${where}: ${order.state} but already has ledger/events`);
     }
     if (input.requireSettled && (order.state === 'pending' || order.state === 'charged')) violations.push(`${where}: still ${order.state}`);
@@ -266,7 +307,8 @@ function journalViolations(order: OrderDoc, entries: EntryDoc[]): string[] {
 function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
   const violations: string[] = [];
   const tombById = new Map(store.tombstones.map((tomb) => [tomb._id, tomb]));
-  for (const record of store.records) {
+  // The create's records; a refund's record is checked with its refund (refunds()).
+  for (const record of store.records.filter((candidate) => candidate.operation === CREATE_OPERATION)) {
     const where = `record ${record._id}`;
     const order = store.orders.find(
       (candidate) =>
@@ -284,7 +326,7 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
     }
     const expected: Record<string, (o: OrderDoc) => boolean> = {
       pending: (o) => o.state === 'pending' || o.state === 'charged',
-      complete: (o) => o.state === 'saved',
+      complete: isSold,
       failed: (o) => o.state === 'failed',
     };
     if (!expected[record.status]?.(order)) violations.push(`${where}: ${record.status} beside its order ${order._id} ${order.state}`);
@@ -327,6 +369,11 @@ function money(store: Store): string[] {
     // Charged but not saved yet: the journal comes with the save.
     if (order && order.state !== 'pending' && order.state !== 'charged') add(charge.currency, 'charged', charge.amountMinor);
   }
+  // A refund the provider made goes back through clearing once it is recorded (succeeded): until then it is on its way.
+  const recorded = new Set(store.refunds.filter((refund) => refund.state === 'succeeded').map((refund) => refund.providerKey));
+  for (const operation of store.providerRefunds) {
+    if (recorded.has(operation._id)) add(operation.currency, 'charged', -operation.amountMinor);
+  }
   for (const entry of store.entries) {
     if (entry.account !== ACCOUNTS.providerClearing) continue;
     add(entry.currency, 'cleared', entry.direction === 'debit' ? entry.amountMinor : -entry.amountMinor);
@@ -335,6 +382,99 @@ function money(store: Store): string[] {
   for (const [currency, { charged, cleared }] of byCurrency) {
     if (charged !== cleared)
       out.push(`${currency}: the provider charged ${charged} for answered orders, the clearing account holds ${cleared}`);
+  }
+  return out;
+}
+
+/**
+ * Refunds against their orders, the ledger, the outbox, the provider and
+ * their keys' records: per order, sum(succeeded) = refundedMinor <= capturedMinor
+ * and refundableMinor = captured - succeeded - pending; per succeeded refund
+ * one reversal journal of its amount, one order.refunded event and one
+ * provider refund of its amount; no provider refund for a failed refund or
+ * for no refund; each refund's record in the matching status with the
+ * matching stored answer; at most one live refund per key record.
+ */
+function refunds(store: Store, input: InvariantInput): string[] {
+  const out: string[] = [];
+  const refundsByOrder = groupBy(store.refunds, (refund) => refund.orderId);
+  const entriesByJournal = groupBy(store.entries, (entry) => entry.journalId);
+  const providerByKey = new Map(store.providerRefunds.map((operation) => [operation._id, operation]));
+  const recordById = new Map(store.records.map((record) => [record._id, record]));
+  const sum = (items: RefundDoc[]) => items.reduce((total, refund) => total + refund.amountMinor, 0);
+  for (const order of store.orders) {
+    const own = refundsByOrder.get(order._id) ?? [];
+    const succeeded = sum(own.filter((refund) => refund.state === 'succeeded'));
+    const pending = sum(own.filter((refund) => refund.state === 'pending'));
+    const captured = order.capturedMinor ?? 0;
+    const refunded = order.refundedMinor ?? 0;
+    const where = `order ${order._id}`;
+    if (refunded !== succeeded) out.push(`${where}: refundedMinor ${refunded}, its succeeded refunds sum to ${succeeded}`);
+    if (refunded > captured) out.push(`${where}: refunded ${refunded} of ${captured} captured`);
+    if (own.length > 0 && (order.refundableMinor ?? 0) !== captured - succeeded - pending)
+      out.push(`${where}: refundableMinor ${order.refundableMinor}, captured ${captured} - succeeded ${succeeded} - pending ${pending}`);
+    const state = refunded === 0 ? null : refunded === captured ? 'refunded' : 'partially_refunded';
+    if (state && order.state !== state) out.push(`${where}: ${order.state} after refunds of ${refunded} of ${captured}`);
+  }
+  const orderIds = new Set(store.orders.map((order) => order._id));
+  for (const refund of store.refunds) {
+    const where = `refund ${refund._id}`;
+    if (!orderIds.has(refund.orderId)) out.push(`${where}: no order ${refund.orderId}`);
+    const journal = entriesByJournal.get(`jrn_${refund._id}`) ?? [];
+    const events = store.events.filter((event) => event._id === `evt_${refund._id}_refunded`);
+    const provider = providerByKey.get(refund.providerKey);
+    if (refund.state === 'succeeded') {
+      const line = (l: { account: string; direction: string; amountMinor: number }) => `${l.account}/${l.direction}/${l.amountMinor}`;
+      const expected = JSON.stringify(refundJournal(refund.amountMinor).map(line).sort());
+      if (JSON.stringify(journal.map(line).sort()) !== expected)
+        out.push(`${where}: its reversal journal is ${JSON.stringify(journal.map(line))}`);
+      if (journal.some((e) => e.orderId !== refund.orderId || e.currency !== refund.currency || e.tenant !== refund.tenant))
+        out.push(`${where}: its reversal is in another order, currency or tenant`);
+      if (events.length !== 1) out.push(`${where}: ${events.length} order.refunded events`);
+      if (!provider) out.push(`${where}: succeeded without a provider refund`);
+      else if (provider.amountMinor !== refund.amountMinor || provider.id !== refund.providerRefundId)
+        out.push(`${where}: the provider refunded ${provider.amountMinor} as ${provider.id}`);
+    } else {
+      if (journal.length || events.length) out.push(`${where}: ${refund.state} but has a reversal journal or event`);
+      if (refund.state === 'failed' && provider) out.push(`${where}: failed, but the provider refunded it`);
+    }
+    if (input.requireSettled && refund.state === 'pending') out.push(`${where}: still pending`);
+    const record = recordById.get(refund.idempotency.recordId);
+    if (!record) {
+      out.push(`${where}: its idempotency record ${refund.idempotency.recordId} is missing`);
+      continue;
+    }
+    if (record.operation !== REFUND_OPERATION) out.push(`${where}: its record is of ${record.operation}`);
+    // Only the record's current attempt is bound to this refund; earlier attempts' refunds are abandoned.
+    if (record.attempt !== refund.idempotency.attempt) {
+      if (refund.state !== 'failed' || refund.failureReason !== 'abandoned')
+        out.push(`${where}: ${refund.state} refund of attempt ${refund.idempotency.attempt}, its record is at ${record.attempt}`);
+      continue;
+    }
+    const status = { pending: 'pending', succeeded: 'complete', failed: 'failed' }[refund.state];
+    if (record.status !== status) out.push(`${where}: ${refund.state} beside its record ${record.status}`);
+    const stored = record.response?.status ?? null;
+    const expectedStored =
+      refund.state === 'succeeded'
+        ? 201
+        : refund.state === 'pending' || refund.failureReason === 'abandoned'
+          ? null
+          : refund.failureReason === 'declined'
+            ? 402
+            : 422;
+    if (stored !== 410 && stored !== expectedStored) out.push(`${where}: its record stores ${stored}, expected ${expectedStored}`);
+    if (stored === 201 && record.response?.headers?.location !== `/v1/orders/${refund.orderId}/refunds/${refund._id}`)
+      out.push(`${where}: its stored answer names ${record.response?.headers?.location}`);
+  }
+  const refundKeys = new Set(store.refunds.map((refund) => refund.providerKey));
+  for (const operation of store.providerRefunds) {
+    if (!refundKeys.has(operation._id)) out.push(`provider refund ${operation._id}: no refund of ours`);
+  }
+  for (const record of store.records.filter((candidate) => candidate.operation === REFUND_OPERATION)) {
+    const live = store.refunds.filter((refund) => refund.idempotency.recordId === record._id && refund.failureReason !== 'abandoned');
+    if (live.length > 1) out.push(`record ${record._id}: ${live.length} refunds not abandoned`);
+    if (!store.refunds.some((refund) => refund.idempotency.recordId === record._id && refund.idempotency.attempt === record.attempt))
+      out.push(`record ${record._id}: no refund for its attempt ${record.attempt}`);
   }
   return out;
 }
