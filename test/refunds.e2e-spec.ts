@@ -2,6 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import { IdempotencyKeyReusedError, type IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
+import { journalEntries } from '../src/ledger/ledger.service.js';
+import { refundJournal } from '../src/ledger/journal.js';
+import type { LedgerEntry } from '../src/ledger/ledger-entry.js';
+import type { OutboxEvent } from '../src/outbox/outbox-event.js';
+import type { Refund } from '../src/refunds/refund.js';
+import { refundView } from '../src/refunds/refund.view.js';
 import { RefundsService } from '../src/refunds/refunds.service.js';
 import { type ControllableGateway, heldLeases, type ThrowingFaultInjector } from './support/controllable-gateway.js';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
@@ -388,6 +394,75 @@ describe('refunds: POST /v1/orders/:id/refunds', () => {
       expect(await providerRefunds()).toBe(1);
       expect(await orderOf(orderId)).toMatchObject({ refundedMinor: 500 });
       await expectClean();
+    });
+  });
+
+  describe('half-applied work', () => {
+    const metric = async (series: string) => {
+      const text = (await t.http().get('/metrics').expect(200)).text;
+      return Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    };
+
+    /** A refund the provider made whose worker died before T1: its pending refund and the provider's record of it. */
+    async function refundedAtTheProvider(key: string, amountMinor: number) {
+      const orderId = await paidOrder();
+      faults.crashOnceAt('after-refund-provider');
+      await refund(orderId, key, amountMinor).expect(500);
+      const pending = await t.db.collection<Refund>('refunds').findOne({});
+      const operation = await t.simulatorDb.collection<{ _id: string; id: string }>('operations').findOne({ _id: pending!.providerKey });
+      return { orderId, pending: pending!, providerRefundId: operation!.id };
+    }
+
+    const journalOf = (refund: Refund, amountMinor: number) =>
+      journalEntries({
+        tenant: refund.tenant,
+        journalId: `jrn_${refund._id}`,
+        orderId: refund.orderId,
+        currency: refund.currency,
+        lines: refundJournal(amountMinor),
+        postedAt: new Date(Date.now() - 5000),
+      });
+
+    it('a reversal journal and an order.refunded event already written exactly as T1 would write them are adopted', async () => {
+      const { orderId, pending, providerRefundId } = await refundedAtTheProvider('r-adopt', 750);
+      await t.db.collection<LedgerEntry>('ledger_entries').insertMany(journalOf(pending, 750));
+      const payload = { ...refundView({ ...pending, state: 'succeeded', providerRefundId }), refundedMinor: 750 };
+      const at = new Date(Date.now() - 5000);
+      await t.db.collection<OutboxEvent>('outbox_events').insertOne({
+        _id: `evt_${pending._id}_refunded`,
+        tenant: pending.tenant,
+        type: 'order.refunded',
+        aggregateId: orderId,
+        schemaVersion: 1,
+        payload,
+        status: 'pending',
+        attempts: 0,
+        availableAt: at,
+        createdAt: at,
+        publishedAt: null,
+        lastError: null,
+      });
+      await app.expireLeases();
+      expect(await reaper.runOnce()).toMatchObject({ completed: 1, error: 0 });
+      expect(await metric('workflow_adopted_documents_total{what="journal"}')).toBe(1);
+      expect(await metric('workflow_adopted_documents_total{what="outbox event"}')).toBe(1);
+      expect(await t.db.collection('ledger_entries').countDocuments({ journalId: `jrn_${pending._id}` })).toBe(4);
+      expect(await t.db.collection('outbox_events').countDocuments({ type: 'order.refunded' })).toBe(1);
+      expect(await orderOf(orderId)).toMatchObject({ refundedMinor: 750, refundableMinor: 2500 - 750 });
+      await refund(orderId, 'r-adopt', 750).expect(201);
+      await expectClean();
+    });
+
+    it('a reversal journal under its id with other lines is a conflict: nothing applied, the refund stays pending for a human', async () => {
+      const { orderId, pending } = await refundedAtTheProvider('r-conflict', 750);
+      await t.db.collection<LedgerEntry>('ledger_entries').insertMany(journalOf(pending, 751));
+      await app.expireLeases();
+      expect(await reaper.runOnce()).toMatchObject({ completed: 0, error: 1 });
+      expect(await refundDocs().findOne({})).toMatchObject({ state: 'pending' });
+      expect(await orderOf(orderId)).toMatchObject({ refundedMinor: 0, refundableMinor: 2500 - 750 });
+      const [record] = await refundRecords();
+      expect(record).toMatchObject({ status: 'pending', conflict: { what: 'journal' } });
+      expect(await t.db.collection('outbox_events').countDocuments({ type: 'order.refunded' })).toBe(0);
     });
   });
 
