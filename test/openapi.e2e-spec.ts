@@ -164,6 +164,20 @@ describe('OpenAPI document', () => {
     expectDocumented(await raw('text/plain', 'hello').expect(415), 'POST', '/v1/orders');
   });
 
+  it('refunds: the 201, its replay, the list, one refund, and the refusals match the document', async () => {
+    const order = (await create('k-refunded').expect(201)).body as { id: string };
+    const refund = (key: string, amountMinor: number) =>
+      t.http().post(`/v1/orders/${order.id}/refunds`).set(auth()).set('Idempotency-Key', key).send({ amountMinor, reason: 'duplicate' });
+    const created = await refund('k-refund', 1000).expect(201);
+    expectDocumented(created, 'POST', '/v1/orders/{id}/refunds');
+    expectDocumented(await refund('k-refund', 1000).expect(201), 'POST', '/v1/orders/{id}/refunds');
+    expectDocumented(await refund('k-refund-more', 5000).expect(422), 'POST', '/v1/orders/{id}/refunds');
+    expectDocumented(await t.http().get(`/v1/orders/${order.id}/refunds`).set(auth()).expect(200), 'GET', '/v1/orders/{id}/refunds');
+    expectDocumented(await t.http().get(created.headers.location).set(auth()).expect(200), 'GET', '/v1/orders/{id}/refunds/{refundId}');
+    const missing = await t.http().get('/v1/orders/ord_000000000000000000000000/refunds').set(auth()).expect(404);
+    expectDocumented(missing, 'GET', '/v1/orders/{id}/refunds');
+  });
+
   // Runs last (Jest keeps declaration order): a documented success that no test above exercised is unchecked.
   it('every documented success answer was checked against a real response above', () => {
     const documented = Object.entries(doc.paths).flatMap(([path, operations]) =>

@@ -4,6 +4,20 @@ import { isIP } from 'node:net';
 import { plainToInstance } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
+/** Every FaultPoint (below), for FAULT_CRASH_AT's validation: a point the code has is a point the variable accepts. */
+export const FAULT_POINTS = [
+  'after-claim',
+  'after-charge',
+  'after-charged',
+  'before-response',
+  'after-refund-claim',
+  'after-refund-provider',
+  'after-capture-claim',
+  'after-capture-provider',
+  'after-void-claim',
+  'after-void-provider',
+] as const;
+
 /**
  * Every setting the service reads, validated once. Values arrive as strings
  * from the environment; `enableImplicitConversion` turns them into numbers
@@ -255,7 +269,7 @@ class EnvironmentVariables {
   FAULT_INJECTION: boolean = false;
 
   @IsOptional()
-  @IsIn(['after-claim', 'after-charge', 'after-charged', 'before-response'])
+  @IsIn(FAULT_POINTS)
   FAULT_CRASH_AT?: string;
 
   @IsInt()
@@ -326,17 +340,7 @@ export function logFormat(setting: string, production: boolean, stdoutIsTty: boo
  * after-<op>-provider (the provider acted, nothing recorded yet) on a
  * refund, capture or void.
  */
-export type FaultPoint =
-  | 'after-claim'
-  | 'after-charge'
-  | 'after-charged'
-  | 'before-response'
-  | 'after-refund-claim'
-  | 'after-refund-provider'
-  | 'after-capture-claim'
-  | 'after-capture-provider'
-  | 'after-void-claim'
-  | 'after-void-provider';
+export type FaultPoint = (typeof FAULT_POINTS)[number];
 
 export interface AppSettings {
   env: 'development' | 'production' | 'test';

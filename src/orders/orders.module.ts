@@ -14,7 +14,7 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
   controllers: [OrdersController],
   providers: [OrderRepository, OrderWorkflow, OrdersService],
-  exports: [OrdersService],
+  exports: [OrdersService, OrderRepository],
 })
 export class OrdersModule implements OnModuleInit {
   constructor(
