@@ -384,6 +384,20 @@ describe('manual capture: authorize, then capture or void', () => {
     expect(await providerOps('capture')).toHaveLength(1);
   });
 
+  it('the provider refused and the worker died before recording it: the reaper stores the refusal (expired order), the retry replays it', async () => {
+    const id = await authorizedOrder('k-create', 'tok_auth_expires');
+    app.faults.crashOnceAt('after-capture-provider');
+    await capture(id, 'k-cap-refused').expect(500);
+    await app.expireLeases();
+    expect(await app.reaper.runOnce()).toMatchObject({ completed: 1 });
+    expect(await orderDoc(id)).toMatchObject({ state: 'expired', pendingAction: null });
+    expect((await records('orders.capture'))[0]).toMatchObject({ status: 'failed', response: expect.objectContaining({ status: 422 }) });
+    const replay = await capture(id, 'k-cap-refused').expect(422);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.code).toBe('authorization_expired');
+    expect(await providerOps('capture')).toEqual([expect.objectContaining({ status: 'refused', reason: 'authorization_expired' })]);
+  });
+
   it('a capture and a void racing with different keys: exactly one wins, the other is refused with nothing written', async () => {
     for (let round = 0; round < 4; round++) {
       const id = await authorizedOrder(`k-create-${round}`);
