@@ -265,6 +265,17 @@ class EnvironmentVariables {
   @Max(31 * 24 * 3600)
   PAYMENT_AUTHORIZATION_TTL_SECONDS: number = 7 * 24 * 3600;
 
+  // The sweep of lapsed manual-capture authorizations (void or mark expired); runs where the reaper runs. 0 = off.
+  @IsInt()
+  @Min(0)
+  @Max(3600000)
+  AUTHORIZATION_SWEEP_INTERVAL_MS: number = 60000;
+
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  AUTHORIZATION_SWEEP_BATCH_SIZE: number = 50;
+
   @IsBoolean()
   FAULT_INJECTION: boolean = false;
 
@@ -478,6 +489,8 @@ export interface PaymentsSettings {
   retryAfterSeconds: number;
   /** The simulator's authorization lifetime (manual capture); a real provider sets its own. */
   authorizationTtlSeconds: number;
+  /** The expiry sweep of lapsed authorizations (orders/payment-actions/authorization-expiry.sweep.ts); intervalMs 0 = off. */
+  authorizationSweep: { intervalMs: number; batchSize: number };
 }
 
 /** The optional Redis fast path in front of the idempotency records (never their store of record). */
@@ -652,6 +665,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
       authorizationTtlSeconds: env.PAYMENT_AUTHORIZATION_TTL_SECONDS,
+      authorizationSweep: { intervalMs: env.AUTHORIZATION_SWEEP_INTERVAL_MS, batchSize: env.AUTHORIZATION_SWEEP_BATCH_SIZE },
     },
     redis: {
       url: env.REDIS_URL,
