@@ -10,6 +10,7 @@ import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { PrivacyModule } from './privacy/privacy.module.js';
+import { RefundsModule } from './refunds/refunds.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
@@ -26,6 +27,7 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
     HealthModule,
     OrdersModule,
     PrivacyModule,
+    RefundsModule,
     WebhooksModule,
     ReconciliationModule,
   ],

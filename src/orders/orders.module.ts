@@ -6,16 +6,19 @@ import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
 import { AsyncSettlement } from './async-settlement.js';
 import { OrderWorkflow } from './order-workflow.js';
+import { OrderPaymentsController } from './order-payments.controller.js';
 import { OrderRepository } from './order.repository.js';
+import { AuthorizationExpirySweep } from './payment-actions/authorization-expiry.sweep.js';
+import { OrderPaymentActions } from './payment-actions/order-payment-actions.js';
 import { OrdersController } from './orders.controller.js';
 import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
-  controllers: [OrdersController],
-  providers: [OrderRepository, OrderWorkflow, OrdersService, AsyncSettlement],
-  exports: [OrdersService, AsyncSettlement],
+  controllers: [OrdersController, OrderPaymentsController],
+  providers: [OrderRepository, OrderWorkflow, OrdersService, OrderPaymentActions, AuthorizationExpirySweep, AsyncSettlement],
+  exports: [OrdersService, OrderRepository, OrderPaymentActions, AsyncSettlement],
 })
 export class OrdersModule implements OnModuleInit {
   constructor(
@@ -27,8 +30,8 @@ export class OrdersModule implements OnModuleInit {
   onModuleInit(): void {
     this.reaper.register(CREATE_ORDER_OPERATION, async (lease) => {
       const order = await this.workflow.advance(lease, 'reconcile');
-      // processing: the key is answered (202); the outcome is the webhook's or the processing bound's.
-      return order.state === 'saved' || order.state === 'processing' ? 'completed' : 'abandoned';
+      // Saved, authorized (manual capture) or processing (asynchronous, the 202): the create's answer is stored.
+      return order.state === 'saved' || order.state === 'authorized' || order.state === 'processing' ? 'completed' : 'abandoned';
     });
   }
 }
