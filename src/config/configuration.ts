@@ -266,7 +266,18 @@ class EnvironmentVariables {
   FAULT_INJECTION: boolean = false;
 
   @IsOptional()
-  @IsIn(['after-claim', 'after-charge', 'after-charged', 'before-response'])
+  @IsIn([
+    'after-claim',
+    'after-charge',
+    'after-charged',
+    'before-response',
+    'after-refund-claim',
+    'after-refund-provider',
+    'after-capture-claim',
+    'after-capture-provider',
+    'after-void-claim',
+    'after-void-provider',
+  ])
   FAULT_CRASH_AT?: string;
 
   @IsInt()
