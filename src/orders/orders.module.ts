@@ -4,6 +4,7 @@ import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
+import { OrderCancellation } from './order-cancellation.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { OrderRepository } from './order.repository.js';
 import { OrdersController } from './orders.controller.js';
@@ -13,7 +14,7 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
   controllers: [OrdersController],
-  providers: [OrderRepository, OrderWorkflow, OrdersService],
+  providers: [OrderRepository, OrderWorkflow, OrdersService, OrderCancellation],
   exports: [OrdersService],
 })
 export class OrdersModule implements OnModuleInit {
