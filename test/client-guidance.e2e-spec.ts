@@ -220,9 +220,10 @@ describe('client guidance on the wire', () => {
       _id: `evt_${first.body.id}_completed`,
       type: 'order.completed',
       aggregateId: first.body.id,
-      schemaVersion: 1,
+      schemaVersion: 2,
     });
-    expect(ORDER_COMPLETED_SCHEMA_VERSION).toBe(1);
+    // Version 2: the order view gained capture and the authorized, captured and refunded amounts.
+    expect(ORDER_COMPLETED_SCHEMA_VERSION).toBe(2);
 
     const publisher = t.app.get(EventPublisher) as LogEventPublisher;
     const received: PublishedEvent[] = [];
@@ -234,7 +235,7 @@ describe('client guidance on the wire', () => {
       publisher.emitter.off('order.completed', listener);
     }
     expect(received).toEqual([
-      expect.objectContaining({ id: `evt_${first.body.id}_completed`, aggregateId: first.body.id, schemaVersion: 1 }),
+      expect.objectContaining({ id: `evt_${first.body.id}_completed`, aggregateId: first.body.id, schemaVersion: 2 }),
     ]);
 
     // An event an earlier release wrote (neither field) is published as version 1 of its payload's id.

@@ -245,6 +245,12 @@ class EnvironmentVariables {
   @Max(3600)
   PAYMENT_RETRY_AFTER_SECONDS: number = 2;
 
+  /** How long the simulated provider holds a manual-capture authorization (7 days, as card networks commonly allow). */
+  @IsInt()
+  @Min(1)
+  @Max(31 * 24 * 3600)
+  PAYMENT_AUTHORIZATION_TTL_SECONDS: number = 7 * 24 * 3600;
+
   @IsBoolean()
   FAULT_INJECTION: boolean = false;
 
@@ -313,7 +319,24 @@ export function logFormat(setting: string, production: boolean, stdoutIsTty: boo
   return stdoutIsTty && !production ? 'pretty' : 'json';
 }
 
-export type FaultPoint = 'after-claim' | 'after-charge' | 'after-charged' | 'before-response';
+/**
+ * Where FAULT_CRASH_AT may kill the process: after-claim / after-charge /
+ * after-charged / before-response on a create; after-<op>-claim (the
+ * operation's claim committed, the provider not called yet) and
+ * after-<op>-provider (the provider acted, nothing recorded yet) on a
+ * refund, capture or void.
+ */
+export type FaultPoint =
+  | 'after-claim'
+  | 'after-charge'
+  | 'after-charged'
+  | 'before-response'
+  | 'after-refund-claim'
+  | 'after-refund-provider'
+  | 'after-capture-claim'
+  | 'after-capture-provider'
+  | 'after-void-claim'
+  | 'after-void-provider';
 
 export interface AppSettings {
   env: 'development' | 'production' | 'test';
@@ -449,6 +472,8 @@ export interface PaymentsSettings {
   simulatorDbName: string;
   simulatorLatencyMs: number;
   retryAfterSeconds: number;
+  /** The simulator's authorization lifetime (manual capture); a real provider sets its own. */
+  authorizationTtlSeconds: number;
 }
 
 /** The optional Redis fast path in front of the idempotency records (never their store of record). */
@@ -622,6 +647,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       simulatorDbName: env.PAYMENT_SIMULATOR_DB_NAME,
       simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
+      authorizationTtlSeconds: env.PAYMENT_AUTHORIZATION_TTL_SECONDS,
     },
     redis: {
       url: env.REDIS_URL,

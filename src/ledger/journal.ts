@@ -44,3 +44,18 @@ export function paidOrderJournal(amountMinor: number): JournalLine[] {
     { account: ACCOUNTS.receivable, direction: 'credit', amountMinor },
   ];
 }
+
+/**
+ * A refund: the reversal of a paid order's journal for the refunded amount -
+ * the sale is undone (revenue against receivable) and the money goes back
+ * through the provider (receivable against clearing). One per succeeded
+ * refund, so the sum of an order's reversals is its refunded amount.
+ */
+export function refundJournal(amountMinor: number): JournalLine[] {
+  return [
+    { account: ACCOUNTS.revenue, direction: 'debit', amountMinor },
+    { account: ACCOUNTS.receivable, direction: 'credit', amountMinor },
+    { account: ACCOUNTS.receivable, direction: 'debit', amountMinor },
+    { account: ACCOUNTS.providerClearing, direction: 'credit', amountMinor },
+  ];
+}

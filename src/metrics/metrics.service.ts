@@ -83,6 +83,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly paymentOperations = new Counter({
+    name: 'payment_operations_total',
+    help: 'Captures, voids and refunds answered by the payment provider, by kind and outcome (succeeded, refused, canceled)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

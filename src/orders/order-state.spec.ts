@@ -1,12 +1,24 @@
 import { describe, expect, it } from '@jest/globals';
-import { assertTransition, canTransition, isFinal, ORDER_STATES, type OrderState } from './order-state.js';
+import { assertTransition, canTransition, isCreateInProgress, isFinal, ORDER_STATES, type OrderState } from './order-state.js';
 import { MAX_ORDER_AMOUNT_MINOR, orderAmountMinor } from './order-amount.js';
 import { AmountOutOfRangeError } from './orders.errors.js';
 
 const ALLOWED: [OrderState, OrderState][] = [
   ['pending', 'charged'],
+  ['pending', 'processing'],
+  ['pending', 'authorized'],
   ['pending', 'failed'],
+  ['processing', 'charged'],
+  ['processing', 'failed'],
+  ['authorized', 'captured'],
+  ['authorized', 'voided'],
+  ['authorized', 'expired'],
   ['charged', 'saved'],
+  ['saved', 'partially_refunded'],
+  ['saved', 'refunded'],
+  ['captured', 'partially_refunded'],
+  ['captured', 'refunded'],
+  ['partially_refunded', 'refunded'],
 ];
 
 describe('order state machine', () => {
@@ -19,12 +31,18 @@ describe('order state machine', () => {
     else expect(() => assertTransition(from, to)).toThrow(/cannot move/);
   });
 
-  it('never fails an order the provider charged', () => {
-    expect(canTransition('charged', 'failed')).toBe(false);
+  it('never fails an order the provider charged or authorized', () => {
+    for (const from of ['charged', 'saved', 'authorized', 'captured', 'partially_refunded'] as const) {
+      expect(canTransition(from, 'failed')).toBe(false);
+    }
   });
 
-  it('has saved and failed as its only final states', () => {
-    expect(ORDER_STATES.filter(isFinal)).toEqual(['saved', 'failed']);
+  it('ends in refunded, voided, expired or failed', () => {
+    expect(ORDER_STATES.filter(isFinal)).toEqual(['refunded', 'voided', 'expired', 'failed']);
+  });
+
+  it('lets the create workflow drive only pending and charged orders', () => {
+    expect(ORDER_STATES.filter(isCreateInProgress)).toEqual(['pending', 'charged']);
   });
 });
 

@@ -17,7 +17,7 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
-import { isFinal } from './order-state.js';
+import { isCreateInProgress } from './order-state.js';
 import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { orderView } from './order.view.js';
@@ -67,7 +67,7 @@ export class OrderWorkflow {
   async advance(lease: Lease, mode: AdvanceMode): Promise<Order> {
     let order = await this.orders.findById(orderIdForClaim(lease.claimId));
     if (!order) throw new Error(`No order for claim ${lease.claimId}: the claim transaction writes both`);
-    while (!isFinal(order.state)) {
+    while (isCreateInProgress(order.state)) {
       order = order.state === 'pending' ? await this.settlePayment(order, lease, mode) : await this.save(order, lease);
     }
     return order;
@@ -101,7 +101,16 @@ export class OrderWorkflow {
     if (mode === 'reconcile') {
       // Cancel rather than just look: a slow worker still holding this key can then never charge it.
       const found = await this.gateway.chargeOrCancel(chargeKey);
-      return found.outcome === 'charged' ? { kind: 'charged', charge: found.charge } : { kind: 'none' };
+      switch (found.outcome) {
+        case 'charged':
+          return { kind: 'charged', charge: found.charge };
+        case 'declined':
+          return { kind: 'declined' };
+        case 'canceled':
+          return { kind: 'none' };
+        default:
+          throw new Error(`Order ${order._id}: the provider holds a ${found.outcome} charge, which this workflow does not settle yet`);
+      }
     }
     if (!order.paymentToken) throw new Error(`Order ${order._id} is pending without a payment token`);
     const result = await this.gateway.charge({
@@ -111,10 +120,18 @@ export class OrderWorkflow {
       paymentToken: order.paymentToken,
       reference: order._id,
     });
-    // Canceled: a reaper gave this charge key up for dead. Nothing was charged, so the attempt is
-    // abandoned - under our lease if we still hold it; if not, the fenced write says so.
-    if (result.outcome === 'canceled') return { kind: 'none' };
-    return result.outcome === 'succeeded' ? { kind: 'charged', charge: result.charge } : { kind: 'declined' };
+    switch (result.outcome) {
+      case 'succeeded':
+        return { kind: 'charged', charge: result.charge };
+      case 'declined':
+        return { kind: 'declined' };
+      // Canceled: a reaper gave this charge key up for dead. Nothing was charged, so the attempt is
+      // abandoned - under our lease if we still hold it; if not, the fenced write says so.
+      case 'canceled':
+        return { kind: 'none' };
+      default:
+        throw new Error(`Order ${order._id}: the provider answered ${result.outcome}, which this workflow does not settle yet`);
+    }
   }
 
   private async save(charged: Order, lease: Lease): Promise<Order> {
@@ -187,7 +204,7 @@ export class OrderWorkflow {
 }
 
 /** Shape of `order.completed`'s payload (the order view); bump when it changes. */
-export const ORDER_COMPLETED_SCHEMA_VERSION = 1;
+export const ORDER_COMPLETED_SCHEMA_VERSION = 2;
 
 /** The response a final order answers with, stored for replay. */
 export function responseFor(order: Order): IdempotentResponse {

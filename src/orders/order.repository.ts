@@ -3,7 +3,7 @@ import { InjectModel } from '@nestjs/mongoose';
 import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { DuplicateClaimError, isDuplicateKey, LeaseLostError } from '@idempotent-orders/nest-idempotency';
-import { assertTransition, type OrderState } from './order-state.js';
+import { assertTransition, REFUNDABLE_STATES, type OrderState } from './order-state.js';
 import type { Order } from './order.js';
 import { ORDER_MODEL } from './schemas/order.schema.js';
 
@@ -72,8 +72,15 @@ export class OrderRepository {
     return result.modifiedCount;
   }
 
+  /** Automatic capture: the provider authorized and captured the whole amount at once. */
   markCharged(session: ClientSession, order: Order, paymentId: string, now: Date): Promise<void> {
-    return this.transition(session, order, 'charged', now, { paymentId });
+    const amountMinor = order.amountMinor;
+    return this.transition(session, order, 'charged', now, {
+      paymentId,
+      authorizedMinor: amountMinor,
+      capturedMinor: amountMinor,
+      refundableMinor: amountMinor,
+    });
   }
 
   markSaved(session: ClientSession, order: Order, now: Date): Promise<void> {
@@ -84,7 +91,93 @@ export class OrderRepository {
     return this.transition(session, order, 'failed', now, { failureReason: reason, paymentToken: null });
   }
 
-  private async transition(session: ClientSession, order: Order, to: OrderState, now: Date, fields: Partial<Order>): Promise<void> {
+  /** Manual capture: the provider holds the amount until `expiresAt`; nothing is taken yet. */
+  markAuthorized(session: ClientSession, order: Order, paymentId: string, expiresAt: Date, now: Date): Promise<void> {
+    return this.transition(session, order, 'authorized', now, {
+      paymentId,
+      authorizedMinor: order.amountMinor,
+      authorizationExpiresAt: expiresAt,
+      paymentToken: null,
+    });
+  }
+
+  /** The capture of `amountMinor` (at most the authorized amount) by the operation holding `recordId`'s lease. */
+  markCaptured(session: ClientSession, order: Order, amountMinor: number, now: Date, recordId: string): Promise<void> {
+    if (!Number.isSafeInteger(amountMinor) || amountMinor < 1 || amountMinor > order.authorizedMinor) {
+      throw new Error(`Order ${order._id}: a capture of ${amountMinor} of ${order.authorizedMinor} authorized`);
+    }
+    return this.transition(session, order, 'captured', now, { capturedMinor: amountMinor, refundableMinor: amountMinor }, recordId);
+  }
+
+  markVoided(session: ClientSession, order: Order, now: Date, recordId: string): Promise<void> {
+    return this.transition(session, order, 'voided', now, {}, recordId);
+  }
+
+  /** The authorization lapsed at the provider before anyone captured it. */
+  markExpired(session: ClientSession, order: Order, now: Date): Promise<void> {
+    return this.transition(session, order, 'expired', now, {});
+  }
+
+  /**
+   * A refund's reservation, inside the transaction that creates the refund:
+   * one conditional update on the refundable amount, never a read then a
+   * check, so two racing refunds cannot both take the last of it. Null when
+   * the order is another tenant's, not refundable, or has less than
+   * `amountMinor` left - and then nothing was written.
+   */
+  reserveRefund(session: ClientSession, tenant: string, orderId: string, amountMinor: number, now: Date): Promise<Order | null> {
+    return this.orders
+      .findOneAndUpdate(
+        { _id: orderId, tenant, state: { $in: REFUNDABLE_STATES }, refundableMinor: { $gte: amountMinor } },
+        { $inc: { refundableMinor: -amountMinor }, $set: { updatedAt: now } },
+        { session, returnDocument: 'after' },
+      )
+      .lean<Order>()
+      .exec();
+  }
+
+  /** A refund that failed gives its reservation back. */
+  async releaseRefund(session: ClientSession, orderId: string, amountMinor: number, now: Date): Promise<void> {
+    const result = await this.orders.updateOne(
+      { _id: orderId },
+      { $inc: { refundableMinor: amountMinor }, $set: { updatedAt: now } },
+      { session },
+    );
+    if (result.matchedCount !== 1) throw new Error(`No order ${orderId} to give a refund's reservation back to`);
+  }
+
+  /**
+   * A refund succeeded: its amount moves from reserved to refunded, and the
+   * order becomes partially_refunded, or refunded once nothing is left. The
+   * increment write-locks the order for the rest of the transaction, so the
+   * state it then sets follows from the amounts it just wrote.
+   */
+  async applyRefund(session: ClientSession, orderId: string, amountMinor: number, now: Date): Promise<Order> {
+    const order = await this.orders
+      .findOneAndUpdate(
+        { _id: orderId, state: { $in: REFUNDABLE_STATES } },
+        { $inc: { refundedMinor: amountMinor }, $set: { updatedAt: now } },
+        { session, returnDocument: 'after' },
+      )
+      .lean<Order>()
+      .exec();
+    if (!order) throw new Error(`Order ${orderId} is not refundable: a refund reserved on it cannot have succeeded`);
+    if (order.refundedMinor > order.capturedMinor) throw new Error(`Order ${orderId} would be refunded past its captured amount`);
+    const to: OrderState = order.refundedMinor === order.capturedMinor ? 'refunded' : 'partially_refunded';
+    if (order.state === to) return order;
+    await this.transition(session, order, to, now, {});
+    return { ...order, state: to, stateHistory: { ...order.stateHistory, [to]: now } };
+  }
+
+  /** `fencedBy`: the record whose lease this write runs under, when it is not the create's (capture, void). */
+  private async transition(
+    session: ClientSession,
+    order: Order,
+    to: OrderState,
+    now: Date,
+    fields: Partial<Order>,
+    fencedBy = order.idempotency.recordId,
+  ): Promise<void> {
     assertTransition(order.state, to);
     const result = await this.orders.updateOne(
       { _id: order._id, state: order.state },
@@ -92,6 +185,6 @@ export class OrderRepository {
       { session },
     );
     // The record's lease check in the same transaction normally fires first; this is the order's own fence.
-    if (result.matchedCount !== 1) throw new LeaseLostError(order.idempotency.recordId);
+    if (result.matchedCount !== 1) throw new LeaseLostError(fencedBy);
   }
 }

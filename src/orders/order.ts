@@ -1,5 +1,9 @@
 import type { OrderState } from './order-state.js';
 
+export type CaptureMode = 'automatic' | 'manual';
+
+export const CAPTURE_MODES: readonly CaptureMode[] = ['automatic', 'manual'];
+
 export interface OrderItem {
   sku: string;
   quantity: number;
@@ -14,6 +18,26 @@ export interface Order {
   currency: string;
   items: OrderItem[];
   amountMinor: number;
+  /** `automatic`: charged at create. `manual`: authorized at create, captured or voided later (POST .../capture, .../void). */
+  capture: CaptureMode;
+  /**
+   * The money, in minor units, as the provider moved it: authorized (held on
+   * the card), captured (taken; an automatic charge authorizes and captures
+   * the whole amount at once) and refunded (refunds that succeeded).
+   * refunded <= captured <= authorized <= amountMinor, always.
+   */
+  authorizedMinor: number;
+  capturedMinor: number;
+  refundedMinor: number;
+  /**
+   * Captured minus every refund that succeeded or is still in flight: what a
+   * new refund may draw on. A refund reserves its amount here by a
+   * conditional update in the transaction that creates it, and gives it back
+   * if it fails, so racing refunds can never sum past the captured amount.
+   */
+  refundableMinor: number;
+  /** Manual capture: when the provider lets the authorization lapse; null otherwise. */
+  authorizationExpiresAt: Date | null;
   /** Token of the payment method; kept until the order is final, then removed. */
   paymentToken: string | null;
   state: OrderState;

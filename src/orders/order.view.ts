@@ -10,6 +10,12 @@ export function orderView(order: Order) {
     customerId: order.customerId,
     currency: order.currency,
     amountMinor: order.amountMinor,
+    capture: order.capture ?? 'automatic',
+    // Orders stored before these fields existed read as their state says: nothing refunded yet.
+    authorizedMinor: order.authorizedMinor ?? 0,
+    capturedMinor: order.capturedMinor ?? 0,
+    refundedMinor: order.refundedMinor ?? 0,
+    authorizationExpiresAt: order.authorizationExpiresAt ? order.authorizationExpiresAt.toISOString() : null,
     items: order.items.map((item) => ({ sku: item.sku, quantity: item.quantity, unitPriceMinor: item.unitPriceMinor })),
     paymentId: order.paymentId,
     failureReason: order.failureReason,

@@ -17,13 +17,87 @@ export interface Charge {
   createdAt: Date;
 }
 
+/** Money held on the card under a charge key (manual capture), until captured, voided or lapsed. */
+export interface Authorization extends Charge {
+  expiresAt: Date;
+}
+
 export type ChargeResult =
   | { outcome: 'succeeded'; charge: Charge }
   | { outcome: 'declined'; reason: string }
+  /** Asynchronous methods (3-D Secure, bank transfers): the outcome comes later, by webhook. */
+  | { outcome: 'processing' }
   /** The charge key was canceled by reconciliation: this attempt was abandoned and must not charge. */
   | { outcome: 'canceled' };
 
-export type ReconcileResult = { outcome: 'charged'; charge: Charge } | { outcome: 'canceled' };
+export type AuthorizeResult =
+  { outcome: 'authorized'; authorization: Authorization } | { outcome: 'declined'; reason: string } | { outcome: 'canceled' };
+
+/** What the provider holds under a charge key, for the reaper; `canceled` when it held nothing and now never will. */
+export type ReconcileResult =
+  | { outcome: 'charged'; charge: Charge }
+  | { outcome: 'authorized'; authorization: Authorization }
+  | { outcome: 'processing' }
+  | { outcome: 'declined'; reason: string }
+  | { outcome: 'canceled' };
+
+/** The money movements after a charge, each under its own key. */
+export type OperationKind = 'capture' | 'void' | 'refund';
+
+/** A capture, void or refund the provider made. */
+export interface ProviderOperation {
+  id: string;
+  key: string;
+  kind: OperationKind;
+  chargeKey: string;
+  /** The amount captured or refunded; a void moves the whole authorization (its amount). */
+  amountMinor: number;
+  currency: string;
+  createdAt: Date;
+}
+
+/**
+ * Why the provider refused an operation. Refusals are final and stored
+ * under the operation's key like a success: the same key answers the same.
+ */
+export type RefusalReason =
+  /** Refunds: the issuer declined. */
+  | 'declined'
+  /** Capture or void of an authorization that lapsed. */
+  | 'authorization_expired'
+  /** Capture of a voided authorization. */
+  | 'authorization_voided'
+  /** Capture or void of an authorization another key already captured. */
+  | 'already_captured'
+  /** Refund past what was captured and not yet refunded. */
+  | 'exceeds_captured'
+  /** Nothing under the charge key the operation names, or nothing in the state it needs (a refund of an authorization). */
+  | 'no_such_payment';
+
+export type OperationResult =
+  | { outcome: 'succeeded'; operation: ProviderOperation }
+  | { outcome: 'refused'; reason: RefusalReason }
+  /** The key was canceled by reconciliation (operationOrCancel): nothing happened, and nothing will under it. */
+  | { outcome: 'canceled' };
+
+export interface CaptureRequest {
+  captureKey: string;
+  chargeKey: string;
+  /** At most the authorized amount; the rest of the authorization is released. */
+  amountMinor: number;
+}
+
+export interface VoidRequest {
+  voidKey: string;
+  chargeKey: string;
+}
+
+export interface RefundRequest {
+  refundKey: string;
+  chargeKey: string;
+  amountMinor: number;
+  currency: string;
+}
 
 /** Transient: nothing was charged, or we cannot know; never stored, the client retries. */
 export class PaymentProviderUnavailableError extends DomainError {
@@ -35,16 +109,26 @@ export class PaymentProviderUnavailableError extends DomainError {
 }
 
 /**
- * The port to a payment provider. Implementations must deduplicate on
- * `chargeKey`, and for reconciliation look a charge up by it - cancelling
- * the key when there is none (chargeOrCancel).
+ * The port to a payment provider. Every call carries a key the caller
+ * derives from its own ids, and implementations must deduplicate on it (a
+ * repeated call answers what the first did) and let reconciliation look it
+ * up - cancelling the key when nothing was done under it, so that a slow
+ * worker still holding it can never act afterwards (like cancelling a
+ * payment intent). Stripe, Adyen and Square all offer both.
  */
 export abstract class PaymentGateway {
+  /** Authorize and capture at once (automatic capture), or answer `processing` for an asynchronous method. */
   abstract charge(request: ChargeRequest): Promise<ChargeResult>;
+  /** Manual capture: hold the amount until captured, voided or lapsed. Same key space as charge(). */
+  abstract authorize(request: ChargeRequest): Promise<AuthorizeResult>;
   /**
-   * For the reaper: the charge made under this key if there is one, otherwise
-   * cancel the key atomically so that a slow worker still holding it can
-   * never charge afterwards (like canceling a payment intent).
+   * For the reaper: what was done under this charge key, if anything;
+   * otherwise cancel the key atomically so nobody can charge under it later.
    */
   abstract chargeOrCancel(chargeKey: string): Promise<ReconcileResult>;
+  abstract capture(request: CaptureRequest): Promise<OperationResult>;
+  abstract void(request: VoidRequest): Promise<OperationResult>;
+  abstract refund(request: RefundRequest): Promise<OperationResult>;
+  /** For the reaper: the capture, void or refund made under this key, or cancel the key. */
+  abstract operationOrCancel(key: string): Promise<OperationResult>;
 }

@@ -58,3 +58,100 @@ describe('simulated provider: the charge key that already exists', () => {
     }
   });
 });
+
+/** The operations after a charge: each keyed, answered once, refused for good, and cancellable by the reaper. */
+describe('simulated provider: captures, voids and refunds', () => {
+  let t: TestApp;
+  let gateway: SimulatedPaymentGateway;
+
+  beforeAll(async () => {
+    t = await startApp({ dbName: 'test_payment_simulator_operations' });
+    gateway = t.app.get(PaymentGateway) as SimulatedPaymentGateway;
+  });
+  beforeEach(async () => t.reset());
+  afterAll(async () => t.close());
+
+  const request = (chargeKey: string, paymentToken = 'tok_visa') => ({
+    chargeKey,
+    amountMinor: 2500,
+    currency: 'USD',
+    paymentToken,
+    reference: chargeKey,
+  });
+
+  it('captures an authorization once: the same key answers the same, another key is refused, a void after it too', async () => {
+    const authorized = await gateway.authorize(request('charge:a'));
+    expect(authorized).toMatchObject({ outcome: 'authorized', authorization: { amountMinor: 2500 } });
+    const first = await gateway.capture({ captureKey: 'capture:1', chargeKey: 'charge:a', amountMinor: 2000 });
+    expect(first).toMatchObject({ outcome: 'succeeded', operation: { kind: 'capture', amountMinor: 2000 } });
+    expect(await gateway.capture({ captureKey: 'capture:1', chargeKey: 'charge:a', amountMinor: 2000 })).toEqual(first);
+    expect(await gateway.capture({ captureKey: 'capture:2', chargeKey: 'charge:a', amountMinor: 500 })).toEqual({
+      outcome: 'refused',
+      reason: 'already_captured',
+    });
+    expect(await gateway.void({ voidKey: 'void:1', chargeKey: 'charge:a' })).toEqual({ outcome: 'refused', reason: 'already_captured' });
+    expect(await t.simulatorDb.collection('charges').findOne({ _id: 'charge:a' as never })).toMatchObject({
+      status: 'captured',
+      capturedMinor: 2000,
+    });
+  });
+
+  it('refuses to capture more than was authorized, or an authorization that lapsed', async () => {
+    await gateway.authorize(request('charge:b'));
+    expect(await gateway.capture({ captureKey: 'capture:b', chargeKey: 'charge:b', amountMinor: 2501 })).toEqual({
+      outcome: 'refused',
+      reason: 'exceeds_captured',
+    });
+    await gateway.authorize(request('charge:c', 'tok_auth_expires'));
+    expect(await gateway.capture({ captureKey: 'capture:c', chargeKey: 'charge:c', amountMinor: 100 })).toEqual({
+      outcome: 'refused',
+      reason: 'authorization_expired',
+    });
+  });
+
+  it('refunds up to the captured amount, never past it, and stores each answer under its key', async () => {
+    await gateway.charge(request('charge:d'));
+    const refund = (key: string, amountMinor: number) =>
+      gateway.refund({ refundKey: key, chargeKey: 'charge:d', amountMinor, currency: 'USD' });
+    expect(await refund('refund:1', 2000)).toMatchObject({ outcome: 'succeeded', operation: { amountMinor: 2000 } });
+    expect(await refund('refund:2', 501)).toEqual({ outcome: 'refused', reason: 'exceeds_captured' });
+    expect(await refund('refund:1', 2000)).toMatchObject({ outcome: 'succeeded', operation: { amountMinor: 2000 } });
+    expect(await refund('refund:3', 500)).toMatchObject({ outcome: 'succeeded' });
+    expect(await t.simulatorDb.collection('charges').findOne({ _id: 'charge:d' as never })).toMatchObject({ refundedMinor: 2500 });
+  });
+
+  it('plays the refund test tokens: declined for good, unavailable with nothing stored', async () => {
+    await gateway.charge(request('charge:e', 'tok_refund_decline'));
+    expect(await gateway.refund({ refundKey: 'refund:e', chargeKey: 'charge:e', amountMinor: 100, currency: 'USD' })).toEqual({
+      outcome: 'refused',
+      reason: 'declined',
+    });
+    await gateway.charge(request('charge:f', 'tok_refund_down'));
+    await expect(gateway.refund({ refundKey: 'refund:f', chargeKey: 'charge:f', amountMinor: 100, currency: 'USD' })).rejects.toMatchObject(
+      {
+        code: 'payment_provider_unavailable',
+      },
+    );
+    expect(await t.simulatorDb.collection('operations').countDocuments({ _id: 'refund:f' as never })).toBe(0);
+  });
+
+  it('operationOrCancel: finds what was done under a key, or cancels the key so nothing can be done under it later', async () => {
+    await gateway.charge(request('charge:g'));
+    const done = await gateway.refund({ refundKey: 'refund:g1', chargeKey: 'charge:g', amountMinor: 100, currency: 'USD' });
+    expect(await gateway.operationOrCancel('refund:g1')).toEqual(done);
+    expect(await gateway.operationOrCancel('refund:g2')).toEqual({ outcome: 'canceled' });
+    // The slow worker that still held refund:g2 comes late: nothing is refunded.
+    expect(await gateway.refund({ refundKey: 'refund:g2', chargeKey: 'charge:g', amountMinor: 100, currency: 'USD' })).toEqual({
+      outcome: 'canceled',
+    });
+    expect(await t.simulatorDb.collection('charges').findOne({ _id: 'charge:g' as never })).toMatchObject({ refundedMinor: 100 });
+  });
+
+  it('answers processing for an asynchronous method, until it is settled', async () => {
+    expect(await gateway.charge(request('charge:h', 'tok_async'))).toEqual({ outcome: 'processing' });
+    expect(await gateway.chargeOrCancel('charge:h')).toEqual({ outcome: 'processing' });
+    expect(await gateway.settleProcessing('charge:h', 'succeeded')).toBe('succeeded');
+    expect(await gateway.settleProcessing('charge:h', 'declined')).toBe('succeeded');
+    expect(await gateway.charge(request('charge:h', 'tok_async'))).toMatchObject({ outcome: 'succeeded', charge: { amountMinor: 2500 } });
+  });
+});

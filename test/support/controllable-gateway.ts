@@ -4,10 +4,24 @@ import type { FaultPoint } from '../../src/config/configuration.js';
 import { IdempotencyRecordRepository } from '@idempotent-orders/nest-idempotency/testing';
 import {
   PaymentProviderUnavailableError,
+  type AuthorizeResult,
+  type CaptureRequest,
   type ChargeRequest,
   type ChargeResult,
+  type OperationResult,
   type ReconcileResult,
+  type RefundRequest,
+  type VoidRequest,
 } from '../../src/payments/payment-gateway.port.js';
+
+/** The provider calls after a charge that a test can count, fail or hold (one latch per kind). */
+export type OperationCall = 'authorize' | 'capture' | 'void' | 'refund';
+
+interface OperationLatch {
+  phase: 'before' | 'after';
+  reached: (key: string) => void;
+  release: Promise<void>;
+}
 import { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
 
 export class SimulatedCrash extends Error {
@@ -34,12 +48,102 @@ export class ControllableGateway extends SimulatedPaymentGateway {
   /** Charge calls waiting at a latch right now, with what lets each go on. */
   private readonly waiting = new Set<() => void>();
 
+  /** Calls per operation kind that reached the gateway (failed ones included). */
+  operationCalls: Record<OperationCall, number> = { authorize: 0, capture: 0, void: 0, refund: 0 };
+  /** The reaper's operationOrCancel calls. */
+  operationLookups = 0;
+  private readonly operationOutages: Record<OperationCall, number> = { authorize: 0, capture: 0, void: 0, refund: 0 };
+  private readonly operationCrashes: Record<OperationCall, number> = { authorize: 0, capture: 0, void: 0, refund: 0 };
+  private readonly operationLatches = new Map<OperationCall, OperationLatch>();
+
   reset(): void {
     this.calls = 0;
     this.reconciles = 0;
     this.outages = 0;
     this.crashes = 0;
     this.latch = null;
+    this.operationLookups = 0;
+    for (const kind of Object.keys(this.operationCalls) as OperationCall[]) {
+      this.operationCalls[kind] = 0;
+      this.operationOutages[kind] = 0;
+      this.operationCrashes[kind] = 0;
+    }
+    this.operationLatches.clear();
+  }
+
+  /** The next `count` calls of this kind answer 503 without reaching the provider. */
+  failNextOperations(kind: OperationCall, count: number): void {
+    this.operationOutages[kind] = count;
+  }
+
+  /** The next call of this kind reaches the provider, which acts, then the worker dies before recording it. */
+  crashAfterNextOperation(kind: OperationCall): void {
+    this.operationCrashes[kind] = 1;
+  }
+
+  /**
+   * The next call of this kind waits, before the provider acts or after;
+   * `reached` resolves with the call's key when it waits, `release()` lets it go on.
+   */
+  holdNextOperation(kind: OperationCall, phase: 'before' | 'after' = 'before'): { reached: Promise<string>; release: () => void } {
+    let release!: () => void;
+    let reached!: (key: string) => void;
+    const reachedPromise = new Promise<string>((resolve) => (reached = resolve));
+    this.operationLatches.set(kind, { phase, reached, release: new Promise<void>((resolve) => (release = resolve)) });
+    return { reached: reachedPromise, release };
+  }
+
+  override authorize(request: ChargeRequest): Promise<AuthorizeResult> {
+    return this.controlled('authorize', request.chargeKey, () => super.authorize(request));
+  }
+
+  override capture(request: CaptureRequest): Promise<OperationResult> {
+    return this.controlled('capture', request.captureKey, () => super.capture(request));
+  }
+
+  override void(request: VoidRequest): Promise<OperationResult> {
+    return this.controlled('void', request.voidKey, () => super.void(request));
+  }
+
+  override refund(request: RefundRequest): Promise<OperationResult> {
+    return this.controlled('refund', request.refundKey, () => super.refund(request));
+  }
+
+  override async operationOrCancel(key: string): Promise<OperationResult> {
+    this.operationLookups++;
+    return super.operationOrCancel(key);
+  }
+
+  private async controlled<T>(kind: OperationCall, key: string, call: () => Promise<T>): Promise<T> {
+    this.operationCalls[kind]++;
+    // Taken by the first call that comes: a latch holds one call.
+    const latch = this.operationLatches.get(kind);
+    this.operationLatches.delete(kind);
+    if (latch?.phase === 'before') await this.waitAtOperation(latch, key);
+    if (this.operationOutages[kind] > 0) {
+      this.operationOutages[kind]--;
+      throw new PaymentProviderUnavailableError(1);
+    }
+    const result = await call();
+    if (latch?.phase === 'after') await this.waitAtOperation(latch, key);
+    if (this.operationCrashes[kind] > 0) {
+      this.operationCrashes[kind]--;
+      this.onCrash();
+      throw new SimulatedCrash(`after the provider's ${kind}`);
+    }
+    return result;
+  }
+
+  private async waitAtOperation(latch: OperationLatch, key: string): Promise<void> {
+    let released!: () => void;
+    const forced = new Promise<void>((resolve) => (released = resolve));
+    this.waiting.add(released);
+    latch.reached(key);
+    try {
+      await Promise.race([latch.release, forced]);
+    } finally {
+      this.waiting.delete(released);
+    }
   }
 
   failNext(count: number): void {

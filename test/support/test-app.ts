@@ -107,6 +107,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
       await db.collection(name).deleteMany({});
     }
     await simulatorDb.collection('charges').deleteMany({});
+    await simulatorDb.collection('operations').deleteMany({});
   };
   if (!options.keepData) await reset();
   return {

@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { ORDER_STATES } from '../order-state.js';
 import { FAILURE } from '../order-workflow.js';
+import { CAPTURE_MODES } from '../order.js';
 
 /*
  * The documented shape of orderView() (order.view.ts). These classes only
@@ -27,7 +28,8 @@ export class OrderResponse {
   @ApiProperty({
     enum: ORDER_STATES,
     example: 'saved',
-    description: 'Always `saved` in a 201. `pending` and `charged` are seen only while an attempt is in progress; `failed` is final.',
+    description:
+      'A 201 of an automatic capture is `saved`, of a manual one `authorized`; a 202 is `processing`. `pending` and `charged` are seen only while an attempt is in progress. See the state machine in the README.',
   })
   state: string;
 
@@ -39,6 +41,36 @@ export class OrderResponse {
 
   @ApiProperty({ type: 'integer', example: 2500, minimum: 1, description: 'Total in minor units, computed by the server from the items' })
   amountMinor: number;
+
+  @ApiProperty({
+    enum: CAPTURE_MODES,
+    example: 'automatic',
+    description: '`automatic`: charged at create. `manual`: authorized at create; POST .../capture or .../void follows',
+  })
+  capture: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0, example: 2500, description: 'Held on the card by the provider (minor units)' })
+  authorizedMinor: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, example: 2500, description: 'Taken by the provider: at most `authorizedMinor`' })
+  capturedMinor: number;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    example: 0,
+    description: 'Sum of the refunds that succeeded: at most `capturedMinor`',
+  })
+  refundedMinor: number;
+
+  @ApiProperty({
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    example: null,
+    description: 'Manual capture: when the authorization lapses if nobody captures it; null otherwise',
+  })
+  authorizationExpiresAt: string | null;
 
   @ApiProperty({ type: [OrderItemResponse] })
   items: OrderItemResponse[];

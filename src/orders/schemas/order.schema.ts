@@ -1,6 +1,6 @@
 import { Schema } from 'mongoose';
 import { ORDER_STATES } from '../order-state.js';
-import type { Order } from '../order.js';
+import { CAPTURE_MODES, type Order } from '../order.js';
 
 export const ORDER_MODEL = 'Order';
 
@@ -17,6 +17,13 @@ export const OrderSchema = new Schema<Order>(
     currency: { type: String, required: true },
     items: { type: [ItemSchema], required: true },
     amountMinor: { type: Number, required: true },
+    // Defaults: an order stored before these fields existed was charged automatically (or not at all).
+    capture: { type: String, enum: CAPTURE_MODES, default: 'automatic' },
+    authorizedMinor: { type: Number, default: 0 },
+    capturedMinor: { type: Number, default: 0 },
+    refundedMinor: { type: Number, default: 0 },
+    refundableMinor: { type: Number, default: 0 },
+    authorizationExpiresAt: { type: Date, default: null },
     paymentToken: { type: String, default: null },
     state: { type: String, enum: ORDER_STATES, required: true },
     stateHistory: { type: Schema.Types.Mixed, required: true },
@@ -38,3 +45,5 @@ OrderSchema.index({ 'idempotency.recordId': 1 }, { name: 'idempotency_record' })
 // Listing newest first within a tenant; _id breaks ties for the cursor.
 OrderSchema.index({ tenant: 1, createdAt: -1, _id: -1 }, { name: 'tenant_created' });
 OrderSchema.index({ tenant: 1, customerId: 1 }, { name: 'tenant_customer' });
+// The authorizations the expiry sweep looks at: authorized orders by when they lapse.
+OrderSchema.index({ state: 1, authorizationExpiresAt: 1 }, { name: 'state_authorization_expiry' });
