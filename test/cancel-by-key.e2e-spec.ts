@@ -336,9 +336,9 @@ function suite(mode: StoreMode): void {
 
     function expectSeam(res: Response): void {
       expect(res.status).toBe(501);
-      expect(res.body.code).toBe('cancel_refund_unavailable');
+      expect(res.body.code).toBe('cancel_undo_unavailable');
       expect(guidanceOf(res.body)).toEqual({
-        retryable: guidanceFor('cancel_refund_unavailable')!.retryable,
+        retryable: guidanceFor('cancel_undo_unavailable')!.retryable,
         reuseKey: false,
         newKeySafe: false,
       });

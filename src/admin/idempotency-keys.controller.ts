@@ -79,7 +79,11 @@ export class IdempotencyKeysController {
     '`idempotency_lease_active`: another cancel of this key is still running; retry after Retry-After',
     RETRY_AFTER_HEADER,
   )
-  @ApiProblemResponse(501, '`cancel_refund_unavailable`: the key charged an order and this deployment has no refunds to undo it')
+  @ApiProblemResponse(
+    501,
+    '`cancel_undo_unavailable`: the order holds money this deployment cannot give back yet (a refund or a void it does not have); ' +
+      'the key stays canceled for new requests, and the same cancel finishes once it can',
+  )
   async cancel(
     @Tenant() tenant: string,
     @Param('key') key: string,

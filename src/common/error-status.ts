@@ -45,9 +45,9 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   card_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
   // Nothing stored; the same key resumes the same order with the same charge key.
   payment_provider_unavailable: { status: 503, ...retrySameKey(2) },
-  // Cancel by key of a charged order where no refunds module is deployed: the key stays held (409 for creates),
-  // the charge unrefunded; the same cancel finishes once refunds are available.
-  cancel_refund_unavailable: { status: 501, retryable: false, reuseKey: false, newKeySafe: false },
+  // Cancel by key of an order whose money this deployment cannot give back yet (no refunds, no void): the key
+  // stays held (409 for creates), nothing given back; the same cancel finishes once it can.
+  cancel_undo_unavailable: { status: 501, retryable: false, reuseKey: false, newKeySafe: false },
   // HTTP and framework refusals: the request never reached a handler
   not_found: { status: 404, ...REFUSED },
   method_not_allowed: { status: 405, ...REFUSED },

@@ -8,6 +8,7 @@ import {
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
+import { REFUNDABLE_STATES } from './order-state.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { orderIdForClaim } from './order.js';
 import { OrderRepository } from './order.repository.js';
@@ -28,12 +29,17 @@ export const KEYED_REFUNDS = Symbol('KEYED_REFUNDS');
 /** The reason the cancel's refund carries. */
 export const CANCEL_REFUND_REASON = 'canceled_by_key';
 
-/** A charged order whose cancel needs a refund, in a deployment without the refunds module (the key stays held by the cancel). */
-export class CancelRefundUnavailableError extends DomainError {
-  readonly code = 'cancel_refund_unavailable';
-  constructor() {
+/**
+ * The key holds money this deployment cannot give back yet (a refund without
+ * the refunds module, a void without the capture module, a charge the
+ * provider is still processing): the key stays held by the cancel (every
+ * create under it is refused) and the same cancel finishes once it can.
+ */
+export class CancelUndoUnavailableError extends DomainError {
+  readonly code = 'cancel_undo_unavailable';
+  constructor(what: string) {
     super(
-      'This key created a charged order and refunds are not available here to undo it: the key refuses new requests, but the charge is not refunded yet. Repeat the cancel once refunds are available.',
+      `This key's order ${what}, which cannot be undone here yet: the key refuses new requests, but nothing was given back. Repeat the cancel once it can be.`,
     );
   }
 }
@@ -71,17 +77,23 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     const found = { location: `/v1/orders/${order._id}`, references: { orderId: order._id } };
     if (situation.state === 'never_run') return { outcome: 'never_run', ...found };
     if (situation.state === 'stopped') return { outcome: 'canceled_before_charge', ...found };
-    // A declined card (the stored 402): nothing was charged.
-    if (order.state !== 'saved') return { outcome: 'nothing_to_undo', ...found };
-    const refund = await this.refunds().refundByKey(tenant, order._id, undoKey, order.amountMinor, CANCEL_REFUND_REASON);
-    return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId: refund.id } };
+    if (REFUNDABLE_STATES.includes(order.state)) {
+      // The whole captured amount, the same on every repeat (the refund's own key replays it): a full refund.
+      const refund = await this.refunds().refundByKey(tenant, order._id, undoKey, order.capturedMinor, CANCEL_REFUND_REASON);
+      return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId: refund.id } };
+    }
+    // Money held or still moving at the provider: not "nothing", and not ours to undo yet.
+    if (order.state === 'authorized') throw new CancelUndoUnavailableError('is authorized (manual capture) and needs a void');
+    if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
+    // A declined card (the stored 402), or money already given back (voided, expired, refunded): nothing to undo.
+    return { outcome: 'nothing_to_undo', ...found };
   }
 
   private refunds(): KeyedRefunds {
     try {
       return this.moduleRef.get<KeyedRefunds>(KEYED_REFUNDS, { strict: false });
     } catch {
-      throw new CancelRefundUnavailableError();
+      throw new CancelUndoUnavailableError('was charged and needs a refund, and this deployment has no refunds');
     }
   }
 }
