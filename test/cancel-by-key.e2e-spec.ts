@@ -67,13 +67,15 @@ function suite(mode: StoreMode): void {
     });
 
     /** The 409 every later request under a canceled key gets, documented and with its guidance. */
-    function expectCanceled(res: Response, location?: string): void {
+    /** `during`: the 409 may have been answered while the cancel still ran, before it knew what the key had created. */
+    function expectCanceled(res: Response, location?: string, during = false): void {
       expect(res.status).toBe(409);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(res.body.code).toBe('idempotency_key_canceled');
       expect(guidanceOf(res.body)).toEqual(CANCELED_GUIDANCE);
       expect(res.headers['retry-after']).toBeUndefined();
-      if (location) {
+      if (during && res.headers.location === undefined) expect(res.body.location).toBeUndefined();
+      else if (location) {
         expect(res.headers.location).toBe(location);
         expect(res.body.location).toBe(location);
       } else expect(res.headers.location).toBeUndefined();
@@ -196,6 +198,46 @@ function suite(mode: StoreMode): void {
       expect([a.status, b.status]).toEqual([200, 200]);
       expect(b.body).toEqual(a.body);
       expect(await records().countDocuments({ clientKey: 'k-twice-new' })).toBe(1);
+    });
+
+    it('a cancel racing the first create of its key: one of them wins, and the database says which', async () => {
+      const won = { create: 0, cancel: 0, charged: 0 };
+      for (let round = 0; round < 7; round++) {
+        const key = `k-race-${round}`;
+        // The cancel sent a little later each round: before the claim, in flight, or after the answer.
+        const [created, canceled] = await Promise.all([
+          create(key).then((res) => res),
+          new Promise((resolve) => setTimeout(resolve, [0, 5, 15, 30, 60, 120, 400][round])).then(() => cancel(key)),
+        ]);
+        const order = await orders().findOne({ 'idempotency.recordId': { $regex: `:${key}$` } });
+        const record = await records().findOne({ clientKey: key });
+        won[created.status === 201 ? 'create' : canceled.status === 200 && canceled.body.outcome !== 'refunded' ? 'cancel' : 'charged']++;
+        if (created.status === 201) {
+          // The create won: the cancel undid it (or, without refunds, holds it for its repeat).
+          expect(order).toMatchObject({ _id: created.body.id });
+          if (refundsWired) expect(canceled.body).toMatchObject({ outcome: 'refunded', orderId: created.body.id });
+          else expect([canceled.status, canceled.body.code]).toEqual([501, 'cancel_undo_unavailable']);
+        } else if (canceled.status === 200 && canceled.body.outcome !== 'refunded') {
+          // The cancel won before the charge: nothing charged, the create refused.
+          expectCanceled(created, canceled.body.orderId ? `/v1/orders/${canceled.body.orderId}` : undefined, true);
+          expect(['never_run', 'canceled_before_charge']).toContain(canceled.body.outcome);
+          expect(record).toMatchObject({ status: 'canceled' });
+          if (order) expect(order).toMatchObject({ state: 'failed' });
+        } else {
+          // The cancel met the create in flight after the provider charged: the charge saved by the cancel's path, then refunded.
+          expectCanceled(created, `/v1/orders/${order!._id}`, true);
+          expect(order).toMatchObject({ state: refundsWired ? 'refunded' : 'saved' });
+          if (refundsWired) expect(canceled.body).toMatchObject({ outcome: 'refunded', orderId: order!._id });
+          else expect([canceled.status, canceled.body.code]).toEqual([501, 'cancel_undo_unavailable']);
+        }
+        expect(await records().countDocuments({ clientKey: key })).toBe(1);
+      }
+      process.stdout.write(
+        `cancel-by-key race [${mode.name}]: the create won ${won.create}, the cancel ${won.cancel} before the charge, ${won.charged} after it, of 7\n`,
+      );
+      expect(await t.simulatorDb.collection('charges').countDocuments({ status: 'succeeded' })).toBe(
+        await t.db.collection('payments').countDocuments(),
+      );
     });
 
     it("another tenant's key: its cancel reaches only its own scope (a never-run key of its own) and changes nothing of the other's", async () => {

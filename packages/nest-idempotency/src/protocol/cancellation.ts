@@ -145,10 +145,7 @@ export class IdempotencyCancellation {
         if (error instanceof RecordRaceLostError || error instanceof LeaseLostError || isWriteConflict(error)) return null;
         throw error;
       });
-      if (view) {
-        this.metrics.outcome(operation, 'canceled');
-        return view;
-      }
+      if (view) return view;
     }
     throw new IdempotencyLeaseActiveError(1, 'The key changed under the cancel several times in a row; retry the cancel.');
   }

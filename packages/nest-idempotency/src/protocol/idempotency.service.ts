@@ -351,7 +351,7 @@ export class IdempotencyService {
 
   /** The 409 for a canceled key, naming what it created (the undone resource) when it did. */
   private canceled(record: IdempotencyRecord, request: Pick<IdempotentRequest, 'operation'>): IdempotencyKeyCanceledError {
-    this.count(request, 'canceled');
+    this.count(request, 'key_canceled');
     return new IdempotencyKeyCanceledError(record.cancellation?.location ?? record.response?.headers?.['location'] ?? null);
   }
 
