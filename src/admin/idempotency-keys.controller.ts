@@ -80,6 +80,10 @@ export class IdempotencyKeysController {
     RETRY_AFTER_HEADER,
   )
   @ApiProblemResponse(
+    422,
+    '`cancel_refund_refused`: the refund that undoes the order was refused (`refundStatus`, `refundCode`); the key stays canceled for new requests',
+  )
+  @ApiProblemResponse(
     501,
     '`cancel_undo_unavailable`: the order holds money this deployment cannot give back yet (a refund or a void it does not have); ' +
       'the key stays canceled for new requests, and the same cancel finishes once it can',

@@ -48,6 +48,9 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // Cancel by key of an order whose money this deployment cannot give back yet (no refunds, no void): the key
   // stays held (409 for creates), nothing given back; the same cancel finishes once it can.
   cancel_undo_unavailable: { status: 501, retryable: false, reuseKey: false, newKeySafe: false },
+  // The refund that undoes a canceled key's order was refused (provider declined, or the refund's rules): the key
+  // stays held, nothing given back; a human looks at the order (the refund's own answer is in the problem).
+  cancel_refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // HTTP and framework refusals: the request never reached a handler
   not_found: { status: 404, ...REFUSED },
   method_not_allowed: { status: 405, ...REFUSED },

@@ -10,13 +10,24 @@ import {
 import { DomainError } from '../common/domain-error.js';
 import { REFUNDABLE_STATES } from './order-state.js';
 import { OrderWorkflow } from './order-workflow.js';
-import { orderIdForClaim } from './order.js';
+import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { CREATE_ORDER_OPERATION } from './orders.service.js';
 
-/** The refund a cancel makes of a charged order: keyed with the cancel's undo key, so it happens once. */
+/**
+ * The refund a cancel makes of a charged order, keyed with the cancel's undo
+ * key so that it happens once: the shape of src/refunds'
+ * RefundsService.refundByKey, whose answer is the refund's stored answer
+ * (201 with the refund view; 402 refund_declined or 422 refund_refused).
+ */
 export interface KeyedRefunds {
-  refundByKey(tenant: string, orderId: string, refundKey: string, amountMinor: number, reason: string): Promise<{ id: string }>;
+  refundByKey(
+    tenant: string,
+    orderId: string,
+    refundKey: string,
+    amountMinor: number,
+    reason: string,
+  ): Promise<{ response: { status: number; body: string } }>;
 }
 
 /**
@@ -27,7 +38,10 @@ export interface KeyedRefunds {
 export const KEYED_REFUNDS = Symbol('KEYED_REFUNDS');
 
 /** The reason the cancel's refund carries. */
-export const CANCEL_REFUND_REASON = 'canceled_by_key';
+export const CANCEL_REFUND_REASON = 'key_canceled';
+
+/** Refusals of a refund (thrown, nothing stored) that mean the money was already given back by other refunds. */
+const ALREADY_REFUNDED = new Set(['order_not_refundable', 'refund_exceeds_captured']);
 
 /**
  * The key holds money this deployment cannot give back yet (a refund without
@@ -41,6 +55,17 @@ export class CancelUndoUnavailableError extends DomainError {
     super(
       `This key's order ${what}, which cannot be undone here yet: the key refuses new requests, but nothing was given back. Repeat the cancel once it can be.`,
     );
+  }
+}
+
+/** The provider (or the refund's own rules) refused the cancel's refund: the key stays held, the refund's answer says why. */
+export class CancelRefundRefusedError extends DomainError {
+  readonly code = 'cancel_refund_refused';
+  constructor(status: number, refusal: string) {
+    super(
+      `The refund that undoes this key's order was refused (${status} ${refusal}); the key refuses new requests, nothing was given back.`,
+    );
+    this.extensions = { refundStatus: status, refundCode: refusal };
   }
 }
 
@@ -77,16 +102,33 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     const found = { location: `/v1/orders/${order._id}`, references: { orderId: order._id } };
     if (situation.state === 'never_run') return { outcome: 'never_run', ...found };
     if (situation.state === 'stopped') return { outcome: 'canceled_before_charge', ...found };
-    if (REFUNDABLE_STATES.includes(order.state)) {
-      // The whole captured amount, the same on every repeat (the refund's own key replays it): a full refund.
-      const refund = await this.refunds().refundByKey(tenant, order._id, undoKey, order.capturedMinor, CANCEL_REFUND_REASON);
-      return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId: refund.id } };
+    // Refunded too: a repeat of a cancel whose refund went through finds it again under the same key.
+    if (REFUNDABLE_STATES.includes(order.state) || order.state === 'refunded') {
+      const refundId = await this.refund(tenant, order, undoKey);
+      if (refundId) return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId } };
     }
     // Money held or still moving at the provider: not "nothing", and not ours to undo yet.
     if (order.state === 'authorized') throw new CancelUndoUnavailableError('is authorized (manual capture) and needs a void');
     if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
     // A declined card (the stored 402), or money already given back (voided, expired, refunded): nothing to undo.
     return { outcome: 'nothing_to_undo', ...found };
+  }
+
+  /**
+   * The whole captured amount, the same on every repeat (the refund's own key
+   * replays it): a full refund. Null when other refunds had already given it all back.
+   */
+  private async refund(tenant: string, order: Order, undoKey: string): Promise<string | null> {
+    let result: Awaited<ReturnType<KeyedRefunds['refundByKey']>>;
+    try {
+      result = await this.refunds().refundByKey(tenant, order._id, undoKey, order.capturedMinor, CANCEL_REFUND_REASON);
+    } catch (error) {
+      if (order.state === 'refunded' && ALREADY_REFUNDED.has((error as { code?: string }).code ?? '')) return null;
+      throw error;
+    }
+    const body = JSON.parse(result.response.body) as { id?: string; code?: string };
+    if (result.response.status !== 201 || !body.id) throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
+    return body.id;
   }
 
   private refunds(): KeyedRefunds {
