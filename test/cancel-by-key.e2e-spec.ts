@@ -354,7 +354,14 @@ function suite(mode: StoreMode): void {
         }
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ outcome: 'refunded', orderId: created.body.id, refundId: expect.any(String) });
+        expectDocumented(res);
+        await expectOneFullRefund(created.body.id as string, res.body.refundId as string);
         expectCanceled(await create('k-charged'), `/v1/orders/${created.body.id}`);
+        // Twice: the same answer, still one refund at the provider and in the books.
+        const again = await cancel('k-charged').expect(200);
+        expect(again.body).toEqual(res.body);
+        await expectOneFullRefund(created.body.id as string, res.body.refundId as string);
+        expect(await records().findOne({ operation: 'orders.create' })).toMatchObject({ status: 'canceled' });
       });
 
       it('in flight past the charge (held after the provider charged): the charge found is saved, then refunded', async () => {
@@ -373,8 +380,29 @@ function suite(mode: StoreMode): void {
         if (!refundsWired) return expectSeam(res);
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ outcome: 'refunded', orderId });
+        await expectOneFullRefund(orderId, res.body.refundId as string);
       });
     });
+
+    /** One succeeded refund of the whole amount: the refund, one provider refund, a balanced reversal, the order refunded. */
+    async function expectOneFullRefund(orderId: string, refundId: string): Promise<void> {
+      const refunds = await t.db.collection('refunds').find({ orderId }).toArray();
+      expect(refunds).toEqual([expect.objectContaining({ _id: refundId, state: 'succeeded', amountMinor: 2500, reason: 'key_canceled' })]);
+      expect(await t.simulatorDb.collection('operations').countDocuments({ kind: 'refund' })).toBe(1);
+      expect(await orders().findOne({ _id: orderId })).toMatchObject({ state: 'refunded', refundedMinor: 2500, refundableMinor: 0 });
+      const entries = await t.db
+        .collection<{ journalId: string; direction: string; amountMinor: number }>('ledger_entries')
+        .find({ orderId })
+        .toArray();
+      const journals = new Set(entries.map((entry) => entry.journalId));
+      // The sale and its reversal, each balanced.
+      expect(journals.size).toBe(2);
+      for (const journal of journals) {
+        const lines = entries.filter((entry) => entry.journalId === journal);
+        expect(lines.reduce((sum, line) => sum + (line.direction === 'debit' ? line.amountMinor : -line.amountMinor), 0)).toBe(0);
+      }
+      expect(await t.db.collection('outbox_events').countDocuments({ type: 'order.refunded' })).toBe(1);
+    }
 
     function expectSeam(res: Response): void {
       expect(res.status).toBe(501);
