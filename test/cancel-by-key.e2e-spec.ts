@@ -324,7 +324,11 @@ function suite(mode: StoreMode): void {
     it('erasing the customer after the cancel keeps the key canceled', async () => {
       const refused = await create('k-erase', orderBody({ customerId: 'cus_erase', paymentMethod: { token: 'tok_decline' } })).expect(402);
       await cancel('k-erase').expect(200);
-      await t.http().delete('/v1/customers/cus_erase/data').set(auth()).expect(200);
+      // An erasure is safe to repeat: with the fast path on, a Redis too slow on a loaded machine answers 503 (fail closed).
+      let erased = await t.http().delete('/v1/customers/cus_erase/data').set(auth());
+      for (let retry = 0; retry < 3 && erased.status === 503; retry++)
+        erased = await t.http().delete('/v1/customers/cus_erase/data').set(auth());
+      expect(erased.status).toBe(200);
       expect(await records().findOne({})).toMatchObject({ status: 'canceled', subject: null });
       expectCanceled(await create('k-erase', orderBody({ customerId: 'cus_erase' })), `/v1/orders/${refused.body.orderId}`);
     });
@@ -369,8 +373,9 @@ function suite(mode: StoreMode): void {
         const first = create('k-charged-fly').then((r) => r);
         const orderId = await hold.reached;
         const res = await cancel('k-charged-fly');
-        // The cancel's reconciliation found the charge and saved the order (the same path as the reaper).
-        expect(await t.db.collection('orders').findOne({ _id: orderId as never })).toMatchObject({ state: 'saved' });
+        // The cancel's reconciliation found the charge and saved the order (the same path as the reaper), then refunded it.
+        const order = await orders().findOne({ _id: orderId });
+        expect(order).toMatchObject({ state: refundsWired ? 'refunded' : 'saved', stateHistory: { saved: expect.any(Date) } });
         expect(await t.db.collection('payments').countDocuments()).toBe(1);
         hold.release();
         // The held worker's own writes are fenced: still one payment, and its client gets the 409.
