@@ -8,7 +8,7 @@ const DECISIONS: Record<ReaperDecision, true> = { completed: true, abandoned: tr
 const DATE_TIME = { type: 'string', format: 'date-time' } as const;
 
 /** What a cancel by key did (src/orders/order-cancellation.ts). */
-export const CANCEL_OUTCOMES = ['never_run', 'canceled_before_charge', 'refunded', 'nothing_to_undo'] as const;
+export const CANCEL_OUTCOMES = ['never_run', 'canceled_before_charge', 'refunded', 'voided', 'nothing_to_undo'] as const;
 export type CancelOutcome = (typeof CANCEL_OUTCOMES)[number];
 
 /** The documented shape of recordView() (idempotency-admin.service.ts): never the stored body. */
@@ -142,7 +142,8 @@ export class CancelKeyResponse {
     description:
       '`never_run`: nothing ran under the key (no request, or an attempt abandoned with nothing charged); ' +
       '`canceled_before_charge`: an attempt in flight was stopped and its charge key canceled at the provider, the order failed; ' +
-      '`refunded`: the order was charged, and was refunded in full; `nothing_to_undo`: the attempt had ended with nothing to undo (a declined card)',
+      '`refunded`: the order was charged, and what was left of it was refunded; `voided`: the order was authorized (manual capture), ' +
+      'and the authorization was voided; `nothing_to_undo`: the attempt had ended with nothing to undo (a declined card, money already given back)',
   })
   outcome: CancelOutcome;
 

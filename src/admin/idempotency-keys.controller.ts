@@ -66,7 +66,7 @@ export class IdempotencyKeysController {
     description:
       'For a client that lost the answer and wants the order undone rather than retried. Never run: the key is canceled, so a create ' +
       'under it never runs later. In flight: the charge key is canceled at the provider and the order fails (a charge found instead is ' +
-      'saved and refunded). Charged: a full refund, keyed from the key. From the cancel on, every request under the key, whatever its ' +
+      'saved and refunded). Charged: a full refund of what is left, keyed from the key; authorized: the authorization voided. From the cancel on, every request under the key, whatever its ' +
       'body, gets 409 `idempotency_key_canceled` (with the order in `Location` when there is one).',
   })
   @ApiOkResponse({

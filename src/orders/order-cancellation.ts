@@ -4,7 +4,9 @@ import {
   type CancelSettlement,
   type CancelSituation,
   type Canceler,
+  IdempotencyAdminService,
   IdempotencyCancellation,
+  IdempotencyKeyNotFoundError,
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
@@ -12,6 +14,7 @@ import { REFUNDABLE_STATES } from './order-state.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
+import { OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
 import { CREATE_ORDER_OPERATION } from './orders.service.js';
 
 /**
@@ -40,8 +43,11 @@ export const KEYED_REFUNDS = Symbol('KEYED_REFUNDS');
 /** The reason the cancel's refund carries. */
 export const CANCEL_REFUND_REASON = 'key_canceled';
 
-/** Refusals of a refund (thrown, nothing stored) that mean the money was already given back by other refunds. */
-const ALREADY_REFUNDED = new Set(['order_not_refundable', 'refund_exceeds_captured']);
+/** A void refused because the authorization is gone already (lapsed, voided, or captured - then a refund's business). */
+const GONE_AUTHORIZATION = new Set(['authorization_expired', 'authorization_voided']);
+
+/** The refund operation of src/refunds (the cancel's refund key lives in its key space). */
+const REFUND_OPERATION = 'orders.refund';
 
 /**
  * The key holds money this deployment cannot give back yet (a refund without
@@ -73,8 +79,9 @@ export class CancelRefundRefusedError extends DomainError {
  * Cancel by key for `orders.create` (POST /v1/idempotency-keys/:key/cancel):
  * an attempt in flight is reconciled exactly as the reaper does it (the
  * provider's chargeOrCancel: the charge key is canceled unless a charge
- * exists, which is then saved); a charged order is refunded in full; a key
- * that never ran, or ran to a declined card, has nothing to undo.
+ * exists, which is then saved); a charged order is refunded in full (what is
+ * left of it), an authorization voided, each under the cancel's undo key;
+ * a key that never ran, or ran to a declined card, has nothing to undo.
  */
 @Injectable()
 export class OrderCancellation implements Canceler, OnModuleInit {
@@ -82,6 +89,8 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     private readonly cancellation: IdempotencyCancellation,
     private readonly workflow: OrderWorkflow,
     private readonly orders: OrderRepository,
+    private readonly actions: OrderPaymentActions,
+    private readonly admin: IdempotencyAdminService,
     private readonly moduleRef: ModuleRef,
   ) {}
 
@@ -102,33 +111,53 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     const found = { location: `/v1/orders/${order._id}`, references: { orderId: order._id } };
     if (situation.state === 'never_run') return { outcome: 'never_run', ...found };
     if (situation.state === 'stopped') return { outcome: 'canceled_before_charge', ...found };
-    // Refunded too: a repeat of a cancel whose refund went through finds it again under the same key.
+    if (order.state === 'authorized' || (order.state === 'voided' && (await this.ownAnswer(tenant, undoKey, VOID_ORDER_OPERATION)))) {
+      const voided = await this.void(tenant, order, undoKey);
+      if (voided) return { outcome: 'voided', ...found };
+    }
     if (REFUNDABLE_STATES.includes(order.state) || order.state === 'refunded') {
       const refundId = await this.refund(tenant, order, undoKey);
       if (refundId) return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId } };
     }
-    // Money held or still moving at the provider: not "nothing", and not ours to undo yet.
-    if (order.state === 'authorized') throw new CancelUndoUnavailableError('is authorized (manual capture) and needs a void');
+    // Money still moving at the provider (asynchronous payment): not "nothing", and not ours to undo yet.
     if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
-    // A declined card (the stored 402), or money already given back (voided, expired, refunded): nothing to undo.
+    // A declined card (the stored 402), or money already given back (voided, expired, refunded by others): nothing to undo.
     return { outcome: 'nothing_to_undo', ...found };
   }
 
   /**
-   * The whole captured amount, the same on every repeat (the refund's own key
-   * replays it): a full refund. Null when other refunds had already given it all back.
+   * A full refund: what is left to refund of the order. A repeat of a cancel
+   * whose refund already went through (its record final before the cancel
+   * could finish) finds it by the undo key instead of refunding again.
+   * Null when other refunds had already given everything back.
    */
   private async refund(tenant: string, order: Order, undoKey: string): Promise<string | null> {
-    let result: Awaited<ReturnType<KeyedRefunds['refundByKey']>>;
-    try {
-      result = await this.refunds().refundByKey(tenant, order._id, undoKey, order.capturedMinor, CANCEL_REFUND_REASON);
-    } catch (error) {
-      if (order.state === 'refunded' && ALREADY_REFUNDED.has((error as { code?: string }).code ?? '')) return null;
-      throw error;
-    }
+    const earlier = await this.ownAnswer(tenant, undoKey, REFUND_OPERATION);
+    if (earlier?.location) return earlier.location.split('/').pop()!;
+    if (order.refundableMinor <= 0) return null;
+    const result = await this.refunds().refundByKey(tenant, order._id, undoKey, order.refundableMinor, CANCEL_REFUND_REASON);
     const body = JSON.parse(result.response.body) as { id?: string; code?: string };
     if (result.response.status !== 201 || !body.id) throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
     return body.id;
+  }
+
+  /** The authorization voided under the undo key (a repeat replays the void's stored answer); false when it had lapsed or gone already. */
+  private async void(tenant: string, order: Order, undoKey: string): Promise<boolean> {
+    const result = await this.actions.voidByKey(tenant, order._id, undoKey);
+    if (result.response.status === 200) return true;
+    const body = JSON.parse(result.response.body) as { code?: string };
+    if (body.code && GONE_AUTHORIZATION.has(body.code)) return false;
+    throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
+  }
+
+  /** The stored answer of this cancel's own undo (a refund or a void under the undo key), if one finished. */
+  private async ownAnswer(tenant: string, undoKey: string, operation: string): Promise<{ location: string | null } | null> {
+    const view = await this.admin.describe(tenant, undoKey).catch((error: unknown) => {
+      if (error instanceof IdempotencyKeyNotFoundError) return null;
+      throw error;
+    });
+    const record = view?.records.find((candidate) => candidate.operation === operation && candidate.status === 'complete');
+    return record ? { location: record.location } : null;
   }
 
   private refunds(): KeyedRefunds {
