@@ -356,6 +356,19 @@ function suite(mode: StoreMode): void {
       expect(await records().countDocuments()).toBe(0);
     });
 
+    it('an authorized order (manual capture): the authorization voided under the undo key, once; then 409 under the key', async () => {
+      const created = await create('k-authorized', orderBody({ capture: 'manual' })).expect(201);
+      expect(created.body.state).toBe('authorized');
+      const res = await cancelled(200, 'k-authorized');
+      expect(res.body).toMatchObject({ outcome: 'voided', orderId: created.body.id });
+      expectDocumented(res);
+      expect(await orders().findOne({ _id: created.body.id })).toMatchObject({ state: 'voided', capturedMinor: 0 });
+      expect(await t.simulatorDb.collection('operations').countDocuments({ kind: 'void' })).toBe(1);
+      expect((await cancelled(200, 'k-authorized')).body).toEqual(res.body);
+      expect(await t.simulatorDb.collection('operations').countDocuments({ kind: 'void' })).toBe(1);
+      expectCanceled(await create('k-authorized', orderBody({ capture: 'manual' })), `/v1/orders/${created.body.id}`);
+    });
+
     describe('charged keys', () => {
       it('a saved order: a full refund, once (provider, refunds, ledger reversal), then 409 under the key', async () => {
         const created = await create('k-charged').expect(201);
