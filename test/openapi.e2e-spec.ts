@@ -140,6 +140,19 @@ describe('OpenAPI document', () => {
     );
   });
 
+  it('a cancel by key, the canceled key view and the 409 under a canceled key match their schemas', async () => {
+    const never = await t.http().post('/v1/idempotency-keys/k-cancel-never/cancel').set(auth()).expect(200);
+    expectDocumented(never, 'POST', '/v1/idempotency-keys/{key}/cancel');
+    await create('k-cancel-declined', orderBody({ paymentMethod: { token: 'tok_decline' } })).expect(402);
+    const declined = await t.http().post('/v1/idempotency-keys/k-cancel-declined/cancel').set(auth()).expect(200);
+    expect(declined.body).toMatchObject({ outcome: 'nothing_to_undo', orderId: expect.any(String) });
+    expectDocumented(declined, 'POST', '/v1/idempotency-keys/{key}/cancel');
+    const view = await t.http().get('/v1/idempotency-keys/k-cancel-declined').set(auth()).expect(200);
+    expect(view.body.records[0]).toMatchObject({ status: 'canceled', cancellation: { outcome: 'nothing_to_undo' } });
+    expectDocumented(view, 'GET', '/v1/idempotency-keys/{key}');
+    expectDocumented(await create('k-cancel-declined').expect(409), 'POST', '/v1/orders');
+  });
+
   it('an erasure, and the replay it turns into 410, match their schemas', async () => {
     await create('k-erase', orderBody({ customerId: 'cus_erase' })).expect(201);
     const erased = await t.http().delete('/v1/customers/cus_erase/data').set(auth()).expect(200);

@@ -54,6 +54,12 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   payment_operation_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // Nothing stored; the same key resumes the same order with the same charge key.
   payment_provider_unavailable: { status: 503, ...retrySameKey(2) },
+  // Cancel by key of an order whose money this deployment cannot give back yet (no refunds, no void): the key
+  // stays held (409 for creates), nothing given back; the same cancel finishes once it can.
+  cancel_undo_unavailable: { status: 501, retryable: false, reuseKey: false, newKeySafe: false },
+  // The refund that undoes a canceled key's order was refused (provider declined, or the refund's rules): the key
+  // stays held, nothing given back; a human looks at the order (the refund's own answer is in the problem).
+  cancel_refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // Refunds. Refused inside the claim transaction, which then aborts: nothing stored, the key unused.
   refund_exceeds_captured: { status: 422, ...REFUSED },
   order_not_refundable: { status: 409, ...REFUSED },

@@ -5,6 +5,7 @@ import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
 import { AsyncSettlement } from './async-settlement.js';
+import { OrderCancellation } from './order-cancellation.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { OrderPaymentsController } from './order-payments.controller.js';
 import { OrderRepository } from './order.repository.js';
@@ -17,7 +18,15 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
   controllers: [OrdersController, OrderPaymentsController],
-  providers: [OrderRepository, OrderWorkflow, OrdersService, OrderPaymentActions, AuthorizationExpirySweep, AsyncSettlement],
+  providers: [
+    OrderRepository,
+    OrderWorkflow,
+    OrdersService,
+    OrderPaymentActions,
+    AuthorizationExpirySweep,
+    AsyncSettlement,
+    OrderCancellation,
+  ],
   exports: [OrdersService, OrderRepository, OrderPaymentActions, AsyncSettlement],
 })
 export class OrdersModule implements OnModuleInit {
