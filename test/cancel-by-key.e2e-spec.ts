@@ -10,6 +10,7 @@ import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import { guidanceFor } from '@idempotent-orders/nest-idempotency';
 import { KEYED_REFUNDS } from '../src/orders/order-cancellation.js';
+import { findViolations } from './support/invariants.js';
 import { responseCheck, type ResponseCheck } from './support/openapi-check.js';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
 import { describeMode, MONGO_ONLY, redisMode, type StoreMode } from './support/store-modes.js';
@@ -367,6 +368,32 @@ function suite(mode: StoreMode): void {
       expect((await cancelled(200, 'k-authorized')).body).toEqual(res.body);
       expect(await t.simulatorDb.collection('operations').countDocuments({ kind: 'void' })).toBe(1);
       expectCanceled(await create('k-authorized', orderBody({ capture: 'manual' })), `/v1/orders/${created.body.id}`);
+    });
+
+    it('an asynchronous payment still processing: the charge canceled at the provider, the order failed, no money moves later', async () => {
+      const created = await create('k-async', orderBody({ paymentMethod: { token: 'tok_async' } })).expect(202);
+      const res = await cancelled(200, 'k-async');
+      expect(res.body).toMatchObject({ outcome: 'canceled_before_charge', orderId: created.body.id });
+      expect(await orders().findOne({ _id: created.body.id })).toMatchObject({ state: 'failed', failureReason: 'processing_expired' });
+      expect(await t.simulatorDb.collection('charges').findOne({ _id: `charge:${created.body.id}` as never })).toMatchObject({
+        status: 'canceled',
+      });
+      // The provider's later attempt to settle it finds it canceled: nothing is charged, nothing is booked.
+      expect(await app.gateway.settleProcessing(`charge:${created.body.id}`, 'succeeded')).toBe('canceled');
+      expect(await t.db.collection('payments').countDocuments()).toBe(0);
+      expect(await t.db.collection('ledger_entries').countDocuments()).toBe(0);
+      expect((await cancelled(200, 'k-async')).body).toEqual(res.body);
+      expectCanceled(await create('k-async', orderBody({ paymentMethod: { token: 'tok_async' } })), `/v1/orders/${created.body.id}`);
+    });
+
+    it('an asynchronous payment the provider settled before its webhook came: saved by asking the provider, then refunded in full', async () => {
+      const created = await create('k-async-settled', orderBody({ paymentMethod: { token: 'tok_async' } })).expect(202);
+      expect(await app.gateway.settleProcessing(`charge:${created.body.id}`, 'succeeded')).toBe('succeeded');
+      const res = await cancelled(200, 'k-async-settled');
+      expect(res.body).toMatchObject({ outcome: 'refunded', orderId: created.body.id, refundId: expect.any(String) });
+      await expectOneFullRefund(created.body.id as string, res.body.refundId as string);
+      expect(await t.db.collection('payments').countDocuments()).toBe(1);
+      expect(await findViolations({ db: t.db, simulatorDb: t.simulatorDb })).toEqual([]);
     });
 
     describe('charged keys', () => {

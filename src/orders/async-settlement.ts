@@ -1,11 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
+import { TransactionRunner } from '@idempotent-orders/nest-idempotency';
+import { Clock } from '../common/clock.js';
 import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
-import type { Charge } from '../payments/payment-gateway.port.js';
+import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
+import { chargeKeyFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
-import { ORDER_COMPLETED_SCHEMA_VERSION } from './order-workflow.js';
+import { FAILURE, ORDER_COMPLETED_SCHEMA_VERSION } from './order-workflow.js';
 import { ORDER_ID_PATTERN, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { orderView } from './order.view.js';
@@ -68,7 +71,34 @@ export class AsyncSettlement {
     private readonly payments: PaymentsService,
     private readonly ledger: LedgerService,
     private readonly outbox: OutboxService,
+    private readonly gateway: PaymentGateway,
+    private readonly transactions: TransactionRunner,
+    private readonly clock: Clock,
   ) {}
+
+  /**
+   * Settles a `processing` order by asking the provider instead of waiting
+   * for its webhook (the processing bound; a cancel by key): the charge's
+   * outcome, or - still processing - the charge canceled at the provider
+   * (processingOrCancel, between transactions), so the order fails knowing
+   * no money will move. Applied like a webhook's outcome; `skipped` when a
+   * webhook (or another instance) settled it meanwhile.
+   */
+  async resolveWithProvider(order: Order): Promise<'succeeded' | 'declined' | 'canceled' | 'skipped'> {
+    const chargeKey = chargeKeyFor(order._id);
+    const found = await this.gateway.processingOrCancel(chargeKey);
+    const outcome: ProviderOutcome =
+      found.outcome === 'succeeded'
+        ? { kind: 'succeeded', charge: found.charge }
+        : { kind: 'failed', reason: found.outcome === 'declined' ? FAILURE.declined : FAILURE.processingExpired };
+    const now = this.clock.now();
+    return this.transactions.run(async (session) => {
+      const plan = await this.plan(session, chargeKey, outcome);
+      if (plan.action !== 'settle') return 'skipped';
+      await this.apply(session, plan, now);
+      return found.outcome;
+    });
+  }
 
   /** Orders in `processing` since before `before`, oldest first (for the processing reconciliation). */
   overdue(before: Date, limit: number): Promise<Order[]> {
@@ -109,7 +139,16 @@ export class AsyncSettlement {
     }
     const { payment } = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
     await this.orders.markCharged(session, order, payment._id, now);
-    const charged: Order = { ...order, state: 'charged', paymentId: payment._id, stateHistory: { ...order.stateHistory, charged: now } };
+    // markCharged's amounts too: the event's payload is the order as saved.
+    const charged: Order = {
+      ...order,
+      state: 'charged',
+      paymentId: payment._id,
+      authorizedMinor: order.amountMinor,
+      capturedMinor: order.amountMinor,
+      refundableMinor: order.amountMinor,
+      stateHistory: { ...order.stateHistory, charged: now },
+    };
     const saved: Order = { ...charged, state: 'saved', paymentToken: null, stateHistory: { ...charged.stateHistory, saved: now } };
     await this.ledger.post(
       {

@@ -11,6 +11,7 @@ import {
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
 import { REFUNDABLE_STATES } from './order-state.js';
+import { AsyncSettlement } from './async-settlement.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
@@ -79,8 +80,10 @@ export class CancelRefundRefusedError extends DomainError {
  * Cancel by key for `orders.create` (POST /v1/idempotency-keys/:key/cancel):
  * an attempt in flight is reconciled exactly as the reaper does it (the
  * provider's chargeOrCancel: the charge key is canceled unless a charge
- * exists, which is then saved); a charged order is refunded in full (what is
- * left of it), an authorization voided, each under the cancel's undo key;
+ * exists, which is then saved); a charge still processing at the provider
+ * is settled by asking it (canceled there if it is still processing); a
+ * charged order is refunded in full (what is left of it), an authorization
+ * voided, each under the cancel's undo key;
  * a key that never ran, or ran to a declined card, has nothing to undo.
  */
 @Injectable()
@@ -89,6 +92,7 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     private readonly cancellation: IdempotencyCancellation,
     private readonly workflow: OrderWorkflow,
     private readonly orders: OrderRepository,
+    private readonly settlement: AsyncSettlement,
     private readonly actions: OrderPaymentActions,
     private readonly admin: IdempotencyAdminService,
     private readonly moduleRef: ModuleRef,
@@ -106,11 +110,17 @@ export class OrderCancellation implements Canceler, OnModuleInit {
   async settle(situation: CancelSituation): Promise<CancelSettlement> {
     if (!situation.attempt) return { outcome: 'never_run' };
     const { tenant, claimId, undoKey } = situation.attempt;
-    const order = await this.orders.findForTenant(tenant, orderIdForClaim(claimId));
+    let order = await this.orders.findForTenant(tenant, orderIdForClaim(claimId));
     if (!order) return { outcome: situation.state === 'answered' ? 'nothing_to_undo' : 'never_run' };
     const found = { location: `/v1/orders/${order._id}`, references: { orderId: order._id } };
     if (situation.state === 'never_run') return { outcome: 'never_run', ...found };
     if (situation.state === 'stopped') return { outcome: 'canceled_before_charge', ...found };
+    // Money still moving at the provider (an asynchronous payment): its outcome now, or the charge canceled there.
+    if (order.state === 'processing') {
+      await this.settlement.resolveWithProvider(order);
+      order = (await this.orders.findForTenant(tenant, order._id)) ?? order;
+      if (order.state === 'failed') return { outcome: 'canceled_before_charge', ...found };
+    }
     if (order.state === 'authorized' || (order.state === 'voided' && (await this.ownAnswer(tenant, undoKey, VOID_ORDER_OPERATION)))) {
       const voided = await this.void(tenant, order, undoKey);
       if (voided) return { outcome: 'voided', ...found };
@@ -119,7 +129,7 @@ export class OrderCancellation implements Canceler, OnModuleInit {
       const refundId = await this.refund(tenant, order, undoKey);
       if (refundId) return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId } };
     }
-    // Money still moving at the provider (asynchronous payment): not "nothing", and not ours to undo yet.
+    // Still processing after the provider was asked: a webhook settled it meanwhile the other way; repeat the cancel.
     if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
     // A declined card (the stored 402), or money already given back (voided, expired, refunded by others): nothing to undo.
     return { outcome: 'nothing_to_undo', ...found };

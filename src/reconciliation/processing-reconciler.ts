@@ -1,13 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { PeriodicTask, TransactionRunner } from '@idempotent-orders/nest-idempotency';
+import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
 import { reaperConfig, webhooksConfig, type ReaperConfig, type WebhooksConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { AsyncSettlement, type ProviderOutcome } from '../orders/async-settlement.js';
-import { FAILURE } from '../orders/order-workflow.js';
-import type { Order } from '../orders/order.js';
-import { PaymentGateway } from '../payments/payment-gateway.port.js';
-import { chargeKeyFor } from '../payments/payment.js';
+import { AsyncSettlement } from '../orders/async-settlement.js';
 
 export interface ProcessingRun {
   examined: number;
@@ -37,8 +33,6 @@ export class ProcessingReconciler implements OnApplicationBootstrap, OnApplicati
 
   constructor(
     private readonly settlement: AsyncSettlement,
-    private readonly gateway: PaymentGateway,
-    private readonly transactions: TransactionRunner,
     private readonly clock: Clock,
     private readonly metrics: MetricsService,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
@@ -66,7 +60,7 @@ export class ProcessingReconciler implements OnApplicationBootstrap, OnApplicati
       if (Date.now() >= deadline) break;
       run.examined++;
       try {
-        const result = await this.resolve(order);
+        const result = await this.settlement.resolveWithProvider(order);
         run[result]++;
         this.metrics.processingReconciled.inc({ result });
       } catch (error) {
@@ -76,21 +70,5 @@ export class ProcessingReconciler implements OnApplicationBootstrap, OnApplicati
       }
     }
     return run;
-  }
-
-  private async resolve(order: Order): Promise<'succeeded' | 'declined' | 'canceled' | 'skipped'> {
-    const chargeKey = chargeKeyFor(order._id);
-    const found = await this.gateway.processingOrCancel(chargeKey);
-    const outcome: ProviderOutcome =
-      found.outcome === 'succeeded'
-        ? { kind: 'succeeded', charge: found.charge }
-        : { kind: 'failed', reason: found.outcome === 'declined' ? FAILURE.declined : FAILURE.processingExpired };
-    const now = this.clock.now();
-    return this.transactions.run(async (session) => {
-      const plan = await this.settlement.plan(session, chargeKey, outcome);
-      if (plan.action !== 'settle') return 'skipped';
-      await this.settlement.apply(session, plan, now);
-      return found.outcome;
-    });
   }
 }
