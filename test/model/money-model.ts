@@ -62,8 +62,12 @@ interface KeyModel {
   /** The order and body the key was first used with: anything else under it is 422. */
   order: number;
   amount: number | null;
-  /** Stored: replayed byte for byte. Pending: a 503 or a crash left it resumable, its amount reserved. */
-  status: 'stored' | 'pending';
+  /**
+   * Stored: replayed byte for byte. Pending: a 503 left it resumable, its amount reserved. Abandoned: the
+   * reaper gave the attempt up (nothing refunded); the key still holds its body, so the same body is a new
+   * attempt and another one 422.
+   */
+  status: 'stored' | 'pending' | 'abandoned';
   answer: Answer | null;
   refundId?: string;
 }
@@ -77,6 +81,12 @@ export class MoneyModel {
 }
 
 type Cmd = fc.AsyncCommand<MoneyModel, ProtocolSystem>;
+
+/** Whether a new refund of (slot, amount) may start under the key: unused, or abandoned with that very body. */
+function freshUnder(model: Readonly<MoneyModel>, key: string, slot: number, amount: number): boolean {
+  const known = model.keys.get(key);
+  return !known || (known.status === 'abandoned' && known.operation === 'refund' && known.order === slot && known.amount === amount);
+}
 
 /** The order a command names: its slot modulo the orders there are, so that no command waits for its slot's create. */
 const slotOf = (model: Readonly<MoneyModel>, slot: number) => slot % model.orders.length;
@@ -276,7 +286,7 @@ export class RefundRaceCommand implements Cmd {
     // Only a refund that reaches the provider can be held there.
     return (
       order !== undefined &&
-      !model.keys.has(`m-refund-${this.keySlot}`) &&
+      freshUnder(model, `m-refund-${this.keySlot}`, slotOf(model, this.slot), this.amount) &&
       REFUNDABLE_STATES.includes(order.state) &&
       this.amount <= refundable(order)
     );
@@ -319,7 +329,7 @@ export class RefundCrashCommand implements Cmd {
       model.jumps < MAX_JUMPS &&
       order !== undefined &&
       order.token === 'tok_visa' &&
-      !model.keys.has(`m-refund-${this.keySlot}`) &&
+      freshUnder(model, `m-refund-${this.keySlot}`, slotOf(model, this.slot), this.amount) &&
       REFUNDABLE_STATES.includes(order.state) &&
       this.amount <= refundable(order)
     );
@@ -340,10 +350,10 @@ export class RefundCrashCommand implements Cmd {
     const abandoned = runs.reduce((sum, run) => sum + run.abandoned, 0);
     // Outage-released refunds still pending are the reaper's too: the provider never saw them, so it cancels them.
     let expectedAbandoned = 0;
-    for (const [pendingKey, k] of model.keys) {
+    for (const k of model.keys.values()) {
       if (k.status !== 'pending') continue;
       model.orders[k.order].reserved -= k.amount ?? 0;
-      model.keys.delete(pendingKey);
+      k.status = 'abandoned';
       expectedAbandoned++;
     }
     if (this.point === 'after-refund-claim') expectedAbandoned++;
@@ -356,6 +366,7 @@ export class RefundCrashCommand implements Cmd {
     const retry = await system.request(1, 'post', refundPath(order), { key, body: refundBody(this.amount) });
     if (this.point === 'after-refund-claim') {
       // A new attempt: a new refund, under a new provider key.
+      model.keys.set(key, { operation: 'refund', order: slot, amount: this.amount, status: 'abandoned', answer: null });
       serveRefund(model, key, slot, this.amount, retry, 'answered');
       return;
     }
