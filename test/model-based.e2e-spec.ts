@@ -4,6 +4,14 @@ import type { Collection } from 'mongodb';
 import type { ReconcileResult } from '../src/payments/payment-gateway.port.js';
 import { checkMoney, MoneyModel, moneyCommands } from './model/money-model.js';
 import { checkInvariants, commandArbitraries, Model, settle } from './model/protocol-model.js';
+import {
+  checkWebhooks,
+  PROCESSING_BOUND_MS,
+  settleWebhooks,
+  WEBHOOK_SECRET,
+  webhookCommands,
+  WebhookModel,
+} from './model/webhook-model.js';
 import { ProtocolSystem } from './model/system.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
 
@@ -153,12 +161,47 @@ describe('the model-based run finds a planted defect', () => {
 });
 
 /**
+ * A model run of `commands` (each one checked by `check` after it runs,
+ * then `settle` at the end), counting the commands run per kind: printed, so
+ * a kind that never runs - and so tests nothing - shows.
+ */
+function modelProperty<M extends object>(
+  system: () => ProtocolSystem,
+  commands: fc.Arbitrary<fc.AsyncCommand<M, ProtocolSystem>>[],
+  newModel: () => M,
+  check: (model: M, system: ProtocolSystem) => Promise<void>,
+  stats: Map<string, number>,
+  settleRun: (model: M, system: ProtocolSystem) => Promise<void> = async () => undefined,
+) {
+  return fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: 'max' }), async (generated) => {
+    const model = newModel();
+    const real = system();
+    await real.reset();
+    const checked = [...generated].map((command) => ({
+      check: (m: Readonly<M>) => command.check(m),
+      run: async (m: M, r: ProtocolSystem) => {
+        const kind = command.toString().replace(/\(.*/, '');
+        stats.set(kind, (stats.get(kind) ?? 0) + 1);
+        await command.run(m, r);
+        await check(m, r);
+      },
+      toString: () => command.toString(),
+    }));
+    await fc.asyncModelRun(() => ({ model, real }), checked);
+    await settleRun(model, real);
+  });
+}
+
+const summary = (what: string, runs: number, started: number, stats: Map<string, number>) =>
+  `model-based (${what}): ${runs} runs in ${((Date.now() - started) / 1000).toFixed(1)} s; commands run: ${[...stats]
+    .map(([kind, count]) => `${kind} ${count}`)
+    .join(', ')}\n`;
+
+/**
  * The money after the charge (issue 24): refunds, captures, voids and cancels
  * by key on the same two apps, every reply predicted and the money checked
  * against the provider after every command (test/model/money-model.ts).
  */
-/** Commands run per kind over the whole property (printed: a kind that never runs tests nothing). */
-const moneyStats = new Map<string, number>();
 const MONEY_RUNS = Number(process.env.MODEL_MONEY_RUNS ?? Math.ceil(MODEL_RUNS / 3));
 
 describe('model-based test of refunds, capture, void and cancel by key', () => {
@@ -171,25 +214,64 @@ describe('model-based test of refunds, capture, void and cancel by key', () => {
 
   it(`holds every money invariant over ${MONEY_RUNS} random runs of up to ${MAX_COMMANDS} commands`, async () => {
     const started = Date.now();
-    const property = fc.asyncProperty(fc.commands(moneyCommands(), { maxCommands: MAX_COMMANDS, size: 'max' }), async (commands) => {
-      const model = new MoneyModel();
-      await system.reset();
-      const checked = [...commands].map((command) => ({
-        check: (m: Readonly<MoneyModel>) => command.check(m),
-        run: async (m: MoneyModel, real: ProtocolSystem) => {
-          const name = command.toString().replace(/\(.*/, '');
-          moneyStats.set(name, (moneyStats.get(name) ?? 0) + 1);
-          await command.run(m, real);
-          await checkMoney(m, real, false);
-        },
-        toString: () => command.toString(),
-      }));
-      await fc.asyncModelRun(() => ({ model, real: system }), checked);
-    });
-    await fc.assert(property, { numRuns: MONEY_RUNS, verbose: 1, ...replayOptions() });
-    const ran = [...moneyStats].map(([name, count]) => `${name} ${count}`).join(', ');
-    process.stdout.write(
-      `model-based (money): ${MONEY_RUNS} runs in ${((Date.now() - started) / 1000).toFixed(1)} s; commands run: ${ran}\n`,
+    const stats = new Map<string, number>();
+    const check = (model: MoneyModel, real: ProtocolSystem) => checkMoney(model, real, false);
+    await fc.assert(
+      modelProperty(
+        () => system,
+        moneyCommands(),
+        () => new MoneyModel(),
+        check,
+        stats,
+      ),
+      {
+        numRuns: MONEY_RUNS,
+        verbose: 1,
+        ...replayOptions(),
+      },
     );
+    process.stdout.write(summary('money', MONEY_RUNS, started, stats));
+  }, 600_000);
+});
+
+/**
+ * Asynchronous payments and their webhooks (issue 25): the provider settling
+ * charges, events delivered once, several times at once, late, out of order
+ * or never, the processing bound passing - every reply predicted, every
+ * event applied at most once, the ledger equal to the provider, and nothing
+ * left processing once a run is settled (test/model/webhook-model.ts).
+ */
+const WEBHOOK_RUNS = Number(process.env.MODEL_WEBHOOK_RUNS ?? Math.ceil(MODEL_RUNS / 3));
+
+describe('model-based test of webhooks and asynchronous payments', () => {
+  let system: ProtocolSystem;
+
+  beforeAll(async () => {
+    system = await ProtocolSystem.start('test_model_webhooks', {
+      env: { WEBHOOK_SECRETS: WEBHOOK_SECRET, PROCESSING_BOUND_MS: String(PROCESSING_BOUND_MS) },
+    });
+  });
+  afterAll(async () => system.close());
+
+  it(`holds every webhook invariant over ${WEBHOOK_RUNS} random runs of up to ${MAX_COMMANDS} commands`, async () => {
+    const started = Date.now();
+    const stats = new Map<string, number>();
+    const check = (model: WebhookModel, real: ProtocolSystem) => checkWebhooks(model, real, false);
+    await fc.assert(
+      modelProperty(
+        () => system,
+        webhookCommands(),
+        () => new WebhookModel(),
+        check,
+        stats,
+        settleWebhooks,
+      ),
+      {
+        numRuns: WEBHOOK_RUNS,
+        verbose: 1,
+        ...replayOptions(),
+      },
+    );
+    process.stdout.write(summary('webhooks', WEBHOOK_RUNS, started, stats));
   }, 600_000);
 });

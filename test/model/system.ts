@@ -72,6 +72,8 @@ export interface SystemOptions {
   inFlightWaitMs?: number;
   /** REDIS_URL: the Redis fast path on. */
   redisUrl?: string;
+  /** More environment for both apps (the webhook model's secret and processing bound). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -107,6 +109,7 @@ export class ProtocolSystem {
           IDEMPOTENCY_RESUME_WINDOW_MS: String(SETTINGS.resumeWindowMs),
           IDEMPOTENCY_TOMBSTONE_SECONDS: String(SETTINGS.tombstoneSeconds),
           ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
+          ...options.env,
         },
         override: (builder) =>
           builder
