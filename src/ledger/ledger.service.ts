@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { contentDiff } from '../common/content-diff.js';
 import { DuplicateClaimError } from '@idempotent-orders/nest-idempotency';
-import { ACCOUNTS, assertBalanced, type JournalLine } from './journal.js';
+import { ACCOUNTS, assertBalanced, paidOrderJournal, type JournalLine } from './journal.js';
 import type { LedgerEntry } from './ledger-entry.js';
 import { LedgerEntryRepository } from './ledger-entry.repository.js';
 
@@ -70,6 +70,16 @@ export class LedgerService {
     const differs = journalDiff(existing, entries);
     if (differs) throw new DuplicateClaimError('journal', `journal ${posting.journalId}: ${differs}`);
     return 'adopted';
+  }
+
+  /**
+   * An order's sale and settlement of the amount the provider took (an
+   * automatic charge, an asynchronous one, a capture): journal
+   * `jrn_<order id>`, so whichever path posts it first, the others adopt it.
+   */
+  postSale(session: ClientSession, sale: { tenant: string; orderId: string; currency: string; amountMinor: number; postedAt: Date }) {
+    const { tenant, orderId, currency, amountMinor, postedAt } = sale;
+    return this.post({ tenant, journalId: `jrn_${orderId}`, orderId, currency, lines: paidOrderJournal(amountMinor), postedAt }, session);
   }
 
   /** The provider clearing account's lines posted in [from, to) (settlement reconciliation). */

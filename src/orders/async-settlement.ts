@@ -2,16 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { TransactionRunner } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
-import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
-import { FAILURE, ORDER_COMPLETED_SCHEMA_VERSION } from './order-workflow.js';
+import { completedEvent, FAILURE } from './order-workflow.js';
 import { ORDER_ID_PATTERN, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
-import { orderView } from './order.view.js';
 
 /** What the provider says became of an asynchronous charge (by webhook or when asked). */
 export type ProviderOutcome = { kind: 'succeeded'; charge: Charge } | { kind: 'failed'; reason: string } | { kind: 'processing' };
@@ -150,29 +148,14 @@ export class AsyncSettlement {
       stateHistory: { ...order.stateHistory, charged: now },
     };
     const saved: Order = { ...charged, state: 'saved', paymentToken: null, stateHistory: { ...charged.stateHistory, saved: now } };
-    await this.ledger.post(
-      {
-        tenant: order.tenant,
-        journalId: `jrn_${order._id}`,
-        orderId: order._id,
-        currency: order.currency,
-        lines: paidOrderJournal(order.amountMinor),
-        postedAt: now,
-      },
-      session,
-    );
-    await this.outbox.enqueue(
-      session,
-      {
-        id: `evt_${order._id}_completed`,
-        tenant: order.tenant,
-        type: 'order.completed',
-        aggregateId: order._id,
-        schemaVersion: ORDER_COMPLETED_SCHEMA_VERSION,
-        payload: orderView(saved),
-      },
-      now,
-    );
+    await this.ledger.postSale(session, {
+      tenant: order.tenant,
+      orderId: order._id,
+      currency: order.currency,
+      amountMinor: order.amountMinor,
+      postedAt: now,
+    });
+    await this.outbox.enqueue(session, completedEvent(saved), now);
     await this.orders.markSaved(session, charged, now);
     return saved;
   }

@@ -10,7 +10,6 @@ import {
   PROBLEM_CONTENT_TYPE,
   TransactionRunner,
 } from '@idempotent-orders/nest-idempotency';
-import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
@@ -188,29 +187,14 @@ export class OrderWorkflow {
       const order = await this.current(charged, session);
       const next: Order = { ...order, state: 'saved', paymentToken: null, stateHistory: { ...order.stateHistory, saved: now } };
       await this.attempts.complete(session, lease, 'saved', responseFor(next));
-      const journal = await this.ledger.post(
-        {
-          tenant: order.tenant,
-          journalId: `jrn_${order._id}`,
-          orderId: order._id,
-          currency: order.currency,
-          lines: paidOrderJournal(order.amountMinor),
-          postedAt: now,
-        },
-        session,
-      );
-      const event = await this.outbox.enqueue(
-        session,
-        {
-          id: `evt_${order._id}_completed`,
-          tenant: order.tenant,
-          type: 'order.completed',
-          aggregateId: order._id,
-          schemaVersion: ORDER_COMPLETED_SCHEMA_VERSION,
-          payload: orderView(next),
-        },
-        now,
-      );
+      const journal = await this.ledger.postSale(session, {
+        tenant: order.tenant,
+        orderId: order._id,
+        currency: order.currency,
+        amountMinor: order.amountMinor,
+        postedAt: now,
+      });
+      const event = await this.outbox.enqueue(session, completedEvent(next), now);
       await this.orders.markSaved(session, order, now);
       const adopted = [journal === 'adopted' && 'journal', event === 'adopted' && 'outbox event'].filter((what): what is string => !!what);
       return { saved: next, adopted };
@@ -270,6 +254,18 @@ export class OrderWorkflow {
 
 /** Shape of `order.completed`'s payload (the order view); bump when it changes. */
 export const ORDER_COMPLETED_SCHEMA_VERSION = 2;
+
+/** `order.completed` of a saved order, with the id every path that saves it uses (so the others adopt it). */
+export function completedEvent(saved: Order) {
+  return {
+    id: `evt_${saved._id}_completed`,
+    tenant: saved.tenant,
+    type: 'order.completed',
+    aggregateId: saved._id,
+    schemaVersion: ORDER_COMPLETED_SCHEMA_VERSION,
+    payload: orderView(saved),
+  };
+}
 
 /** The response a final order answers with, stored for replay. */
 export function responseFor(order: Order): IdempotentResponse {

@@ -17,7 +17,6 @@ import {
 } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../../common/clock.js';
 import { FaultInjector } from '../../common/fault-injector.js';
-import { paidOrderJournal } from '../../ledger/journal.js';
 import { LedgerService } from '../../ledger/ledger.service.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import { OutboxService } from '../../outbox/outbox.service.js';
@@ -227,17 +226,13 @@ export class OrderPaymentActions implements OnModuleInit {
           providerOperationId: operation.id,
         });
         // The money taken: the same journal an automatic charge posts, of the captured amount.
-        const journal = await this.ledger.post(
-          {
-            tenant: order.tenant,
-            journalId: `jrn_${order._id}`,
-            orderId: order._id,
-            currency: order.currency,
-            lines: paidOrderJournal(operation.amountMinor),
-            postedAt: now,
-          },
-          session,
-        );
+        const journal = await this.ledger.postSale(session, {
+          tenant: order.tenant,
+          orderId: order._id,
+          currency: order.currency,
+          amountMinor: operation.amountMinor,
+          postedAt: now,
+        });
         if (payment === 'adopted') adopted.push('payment');
         if (journal === 'adopted') adopted.push('journal');
       } else {
