@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded-mongo.js';
 import { header, runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
@@ -19,7 +20,11 @@ import {
   formatReport,
   measuringWindowSeconds,
   formatScenarioRow,
+  hotOrderCheck,
   percentile,
+  refundFigures,
+  refundThroughputCheck,
+  tallyRefundAnswer,
   ratioDefinitions,
   resultsFileName,
   runPassed,
@@ -29,6 +34,7 @@ import {
   RESULTS_SCHEMA_VERSION,
   type BenchResults,
   type CheckResult,
+  type RefundAnswers,
   type ScenarioResult,
   type StoreCounts,
 } from './report.js';
@@ -68,6 +74,13 @@ const ORDER_BODY = JSON.stringify({
 
 const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${SECRET}` };
 
+/** The refund throughput row's partial refunds: small, so that the orders (25.00 each) never run out. */
+const REFUND_AMOUNT_MINOR = 5;
+/** The hot order's refunds are each this share of its captured amount: N of them oversubscribe it once N > 20. */
+const HOT_ORDER_SHARE = 20;
+const DEFAULT_HOT_ORDER_REFUNDS = 50;
+const refundBody = (amountMinor: number) => JSON.stringify({ amountMinor, reason: 'requested_by_customer' });
+
 interface Settings {
   mode: 'quick' | 'full';
   durationSeconds: number;
@@ -86,9 +99,13 @@ interface Settings {
   redis: boolean;
   /** --compare: an earlier results file, drawn as the "before" bars of the chart. */
   compare?: string;
+  /** --refund-orders: saved orders the refund throughput row spreads its refunds over. */
+  refundOrders: number;
+  /** --refund-burst: concurrent refunds on the hot order. */
+  refundBurst: number;
 }
 
-const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth'] as const;
+const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund'] as const;
 type ScenarioFamily = (typeof FAMILIES)[number];
 const REDIS_FAMILIES: ScenarioFamily[] = ['replay', 'mixed', 'hot-key'];
 
@@ -127,6 +144,8 @@ function readSettings(argv: string[]): Settings {
       'growth-sizes': { type: 'string' },
       redis: { type: 'boolean', default: false },
       compare: { type: 'string' },
+      'refund-orders': { type: 'string' },
+      'refund-burst': { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -148,6 +167,8 @@ function readSettings(argv: string[]): Settings {
     growthSizes: values['growth-sizes'] === undefined ? undefined : parseLevels(values['growth-sizes'], 1_000_000),
     redis: values.redis ?? false,
     compare: values.compare,
+    refundOrders: Math.max(1, int(values['refund-orders'], quick ? 10 : 50, 'refund-orders')),
+    refundBurst: Math.max(2, int(values['refund-burst'], DEFAULT_HOT_ORDER_REFUNDS, 'refund-burst')),
   };
 }
 
@@ -591,6 +612,132 @@ const GROWTH_SKIP_REASON =
   '100k records would take hours and measure the emulator, not the indexes; run it with MONGODB_URI ' +
   '(or --growth-sizes 200,1000 to see it work here)';
 
+/**
+ * 8a. Refund throughput: M saved orders, then keyed partial refunds (a fresh
+ * key each) spread round-robin over them under autocannon. The orders have
+ * room for every refund, so every answer must be 201; afterwards the store's
+ * succeeded refunds must sum, per order, to its refundedMinor and to no more
+ * than it captured.
+ */
+async function refundThroughput(bench: Bench): Promise<ScenarioResult> {
+  const { store, settings, service } = bench;
+  const concurrency = bench.levels[0];
+  await store.clean();
+  const orders = await seedOrders(service, `${bench.runId}-refund-orders`, settings.refundOrders, Math.min(4, concurrency));
+  await settle(bench);
+  const ids = orders.map((order) => order.id);
+  // Warm-up and run both: the store check covers every refund sent.
+  const answers: RefundAnswers = { succeeded: 0, exceeded: 0, other: [] };
+  const requests = (phase: string): RequestSpec[] => {
+    const keyFor = uniqueKeys(`${bench.runId}-refund-${phase}`);
+    let next = 0;
+    return [
+      {
+        method: 'POST',
+        headers: HEADERS,
+        body: refundBody(REFUND_AMOUNT_MINOR),
+        setupRequest: (request) => {
+          request.path = `/v1/orders/${ids[next++ % ids.length]}/refunds`;
+          request.headers['idempotency-key'] = keyFor();
+          return request;
+        },
+        onResponse: (status, body) => tallyRefundAnswer(answers, status, body),
+      },
+    ];
+  };
+  let warmupRequests = 0;
+  if (settings.warmupSeconds > 0) {
+    warmupRequests = (
+      await runLoad({
+        baseUrl: service.baseUrl,
+        connections: concurrency,
+        durationSeconds: settings.warmupSeconds,
+        requests: requests('warm'),
+      })
+    ).requests;
+    await drainRefunds(bench);
+  }
+  const durationSeconds = windowAfterWarmup(settings, warmupRequests);
+  const measured = await measure(service, () =>
+    runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests: requests('run') }),
+  );
+  await drainRefunds(bench);
+  const observed = refundFigures(await store.refundOrderStates(ids), await store.refundsOf(ids), answers, REFUND_AMOUNT_MINOR);
+  await store.clean();
+  return {
+    ...scenario(scenarioId.refund(concurrency), `refund: keyed partial refunds over ${ids.length} orders`, concurrency, measured, null),
+    refunds: observed.figures,
+    check: refundThroughputCheck(observed, answers),
+  };
+}
+
+/**
+ * 8b. The hot order: one saved order, N partial refunds of 1/20 of its
+ * captured amount at once, each under its own key, so that they
+ * oversubscribe it (N = 50: 2.5x). p50/p99 of the N answers, the share of
+ * 422 refund_exceeds_captured, and the store's succeeded refunds, which must
+ * sum to at most the captured amount.
+ */
+async function refundHotOrder(bench: Bench): Promise<ScenarioResult> {
+  const { store, settings, service } = bench;
+  const n = settings.refundBurst;
+  await store.clean();
+  const [order] = await seedOrders(service, `${bench.runId}-hot-order`, 1, 1);
+  await settle(bench);
+  const [before] = await store.refundOrderStates([order.id]);
+  const amount = Math.max(1, Math.floor(before.capturedMinor / HOT_ORDER_SHARE));
+  const body = refundBody(amount);
+  const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
+  const started = performance.now();
+  const answered = await Promise.all(
+    Array.from({ length: n }, async (_, index) => {
+      const begin = performance.now();
+      try {
+        const response = await fetch(`${service.baseUrl}/v1/orders/${order.id}/refunds`, {
+          method: 'POST',
+          headers: { ...HEADERS, 'idempotency-key': `${bench.runId}-hot-order-refund-${index}` },
+          body,
+        });
+        return { status: response.status, body: await response.text(), ms: performance.now() - begin };
+      } catch (error) {
+        return { status: 0, body: (error as Error).message, ms: performance.now() - begin };
+      }
+    }),
+  );
+  const durationSeconds = (performance.now() - started) / 1000;
+  const cpuMsPerRequest = cpu.perRequest(n);
+  await drainRefunds(bench);
+  const answers: RefundAnswers = { succeeded: 0, exceeded: 0, other: [] };
+  for (const answer of answered) tallyRefundAnswer(answers, answer.status, answer.body);
+  const observed = refundFigures(await store.refundOrderStates([order.id]), await store.refundsOf([order.id]), answers, amount);
+  const statusCounts: Record<string, number> = {};
+  for (const answer of answered) if (answer.status !== 0) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
+  const latencies = answered.map((answer) => answer.ms);
+  await store.clean();
+  return {
+    id: scenarioId.refundHotOrder(n),
+    title: `hot order: ${n} concurrent partial refunds of 1/${HOT_ORDER_SHARE}`,
+    concurrency: n,
+    durationSeconds,
+    requests: n,
+    reqPerSec: n / durationSeconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    errors: answered.filter((answer) => answer.status === 0).length,
+    non2xx: answered.filter((answer) => answer.status !== 0 && (answer.status < 200 || answer.status > 299)).length,
+    statusCounts,
+    cpuMsPerRequest,
+    refunds: observed.figures,
+    check: hotOrderCheck(observed, answers),
+  };
+}
+
+/** Until no refund is pending in the service (a load run's last requests still inside it). */
+async function drainRefunds(bench: Bench): Promise<void> {
+  if (!(await bench.store.quiesceRefunds(30_000)))
+    process.stderr.write('  (note: refunds still pending 30 s after the load stopped; going on)\n');
+}
+
 // ---------------------------------------------------------------- run
 
 function packageVersions(): Record<string, string | null> {
@@ -648,6 +795,10 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
   if (wanted('mixed')) await alsoWithRedis(mixedDuplicates);
   if (wanted('hot-key')) await alsoWithRedis(hotKey);
   if (wanted('growth')) await timed(() => growth(bench));
+  if (wanted('refund')) {
+    await timed(() => refundThroughput(bench));
+    await timed(() => refundHotOrder(bench));
+  }
 }
 
 /** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */

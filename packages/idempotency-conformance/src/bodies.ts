@@ -105,7 +105,11 @@ export function defaultRefundBody(amountField: string, reason: string): Json {
   const body: { [key: string]: Json } = { reason };
   let node = body;
   const segments = amountField.split('.');
-  for (const segment of segments.slice(0, -1)) node = (node[segment] = {}) as { [key: string]: Json };
+  for (const segment of segments.slice(0, -1)) {
+    const child: { [key: string]: Json } = {};
+    node[segment] = child;
+    node = child;
+  }
   node[segments[segments.length - 1]] = 0;
   return body;
 }
