@@ -6,6 +6,7 @@ import {
   formatRedisComparison,
   formatRefundFigures,
   formatWebhookFigures,
+  duplicateSchedule,
   hotOrderCheck,
   tallyRefundAnswer,
   refundFigures,
@@ -492,6 +493,22 @@ describe('refund answers', () => {
 });
 
 describe('webhook figures', () => {
+  it('sends every event once and repeats a recent one every 5th delivery (20% duplicates)', () => {
+    const ids = Array.from({ length: 12 }, (_, i) => `evt_${i}`);
+    const schedule = duplicateSchedule(ids, 5);
+    expect(schedule.slice(0, 10)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_3', 'evt_4', 'evt_5', 'evt_6', 'evt_7', 'evt_6']);
+    expect(new Set(schedule)).toEqual(new Set(ids));
+    expect(schedule).toHaveLength(14);
+    expect(webhookFigures(schedule, 12)).toMatchObject({ sent: 14, duplicatesSent: 2, distinctEvents: 12, duplicateEffects: 0 });
+    expect(
+      duplicateSchedule(
+        Array.from({ length: 400 }, (_, i) => `e${i}`),
+        5,
+      ),
+    ).toHaveLength(499);
+    expect(duplicateSchedule([], 5)).toEqual([]);
+  });
+
   it('counts duplicates sent and effects beyond one per distinct event', () => {
     expect(webhookFigures(['evt_1', 'evt_2', 'evt_1', 'evt_3', 'evt_2'], 3)).toEqual({
       sent: 5,

@@ -440,6 +440,27 @@ export function formatRefundFigures(scenarios: readonly ScenarioResult[]): strin
   ];
 }
 
+/**
+ * The delivery order of a webhook run: every id once, and after every
+ * `every - 1` first deliveries one repeat of an id sent shortly before (the
+ * last one, then the one before it, ... cycling over the last three), so
+ * that some repeats arrive while their first delivery is still in flight:
+ * 1/`every` of all deliveries are duplicates.
+ */
+export function duplicateSchedule(ids: readonly string[], every: number): string[] {
+  const schedule: string[] = [];
+  let sent = 0;
+  let repeats = 0;
+  while (sent < ids.length) {
+    if ((schedule.length + 1) % every === 0 && sent > 0) {
+      schedule.push(ids[sent - 1 - (repeats++ % Math.min(sent, 3))]);
+    } else {
+      schedule.push(ids[sent++]);
+    }
+  }
+  return schedule;
+}
+
 /** Duplicate effects of a webhook run: effects beyond one per distinct event id sent. */
 export function webhookFigures(sentIds: readonly string[], effects: number): WebhookFigures {
   const distinct = new Set(sentIds).size;
