@@ -41,7 +41,7 @@ describe('the invariant checker sees money', () => {
       expect.arrayContaining([
         expect.stringMatching(/journal lines .* are not the sale and settlement of 2500/),
         expect.stringMatching(/does not match its charge/),
-        expect.stringMatching(/the provider charged 2500 for answered orders, the clearing account holds 1/),
+        expect.stringMatching(/the provider holds 2500 for answered orders, the clearing account 1 /),
       ]),
     );
   });
@@ -74,6 +74,49 @@ describe('the invariant checker sees money', () => {
       /ledger entries of order .*: no order/,
       /event of order .*: no order/,
     ]) {
+      expect(violations).toEqual(expect.arrayContaining([expect.stringMatching(what)]));
+    }
+  });
+  it('a provider refund we never recorded, or a refund past the captured amount: flagged', async () => {
+    await t.simulatorDb.collection<{ _id: string }>('operations').insertOne({
+      _id: 'refund:re_unrecorded',
+      kind: 'refund',
+      status: 'succeeded',
+      reason: null,
+      id: 're_x',
+      chargeKey: `charge:${orderId}`,
+      amountMinor: 100,
+      currency: 'USD',
+      createdAt: new Date(),
+    } as never);
+    await t.db.collection('orders').updateOne({ _id: orderId as never }, { $set: { refundedMinor: 3000 } });
+    const violations = await findViolations(t);
+    for (const what of [
+      /1 provider refunds, 0 succeeded refunds, 0 reversal journals/,
+      /refunded 3000 <= captured 2500 <= authorized 2500 <= 2500 broken/,
+      /the provider holds 2400 for answered orders, the clearing account 2500 /,
+    ]) {
+      expect(violations).toEqual(expect.arrayContaining([expect.stringMatching(what)]));
+    }
+  });
+
+  it('a refundable amount that is not captured less refunded, and a capture beside a void: flagged', async () => {
+    await t.db.collection('orders').updateOne({ _id: orderId as never }, { $set: { refundableMinor: 100 } });
+    for (const kind of ['capture', 'void']) {
+      await t.simulatorDb.collection<{ _id: string }>('operations').insertOne({
+        _id: `${kind}:x`,
+        kind,
+        status: 'succeeded',
+        reason: null,
+        id: `${kind}_x`,
+        chargeKey: `charge:${orderId}`,
+        amountMinor: 2500,
+        currency: 'USD',
+        createdAt: new Date(),
+      } as never);
+    }
+    const violations = await findViolations(t);
+    for (const what of [/refundable 100, captured - refunded - in flight = 2500/, /1 captures and 1 voids at the provider/]) {
       expect(violations).toEqual(expect.arrayContaining([expect.stringMatching(what)]));
     }
   });

@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import type { Payment } from '../../src/payments/payment.js';
 import { tombstoneId, tombstoneScope } from '@idempotent-orders/nest-idempotency/testing';
-import { ACCOUNTS, paidOrderJournal } from '../../src/ledger/journal.js';
+import { ACCOUNTS, paidOrderJournal, refundJournal } from '../../src/ledger/journal.js';
 
 interface OrderDoc {
   _id: string;
@@ -10,6 +10,12 @@ interface OrderDoc {
   state: string;
   currency: string;
   amountMinor: number;
+  /** Absent on orders stored before manual capture and refunds existed: automatic, nothing refunded. */
+  capture?: 'automatic' | 'manual';
+  authorizedMinor?: number;
+  capturedMinor?: number;
+  refundedMinor?: number;
+  refundableMinor?: number;
   failureReason: string | null;
   paymentId: string | null;
   idempotency: { recordId: string; attempt: number };
@@ -38,6 +44,25 @@ interface ChargeDoc {
   status: string;
   amountMinor: number;
   currency: string;
+  capturedMinor?: number;
+}
+
+/** A capture, void or refund at the provider (the simulator's operations collection). */
+interface OperationDoc {
+  _id: string;
+  kind: 'capture' | 'void' | 'refund' | null;
+  status: string;
+  chargeKey: string | null;
+  amountMinor: number;
+  currency: string;
+}
+
+/** Our refunds collection, as far as the checker reads it. */
+interface RefundDoc {
+  _id: string;
+  orderId: string;
+  state: string;
+  amountMinor: number;
 }
 
 /** A payments document as stored: the service's Payment, with any status (the checker flags one it never writes). */
@@ -82,13 +107,25 @@ export function scopeOf(record: Pick<RecordDoc, 'tenant' | 'operation' | 'client
   return JSON.stringify([record.tenant, record.operation, record.clientKey]);
 }
 
+/** States whose money the provider took and our books hold: a sale journal, refunds or not. */
+const TAKEN = ['saved', 'captured', 'partially_refunded', 'refunded'];
+/** The create answered: every state but its own work in progress and failure. */
+const isAnswered = (order: Pick<OrderDoc, 'state'>) => !['pending', 'charged', 'failed'].includes(order.state);
+const capturedOf = (order: OrderDoc) => order.capturedMinor ?? (TAKEN.includes(order.state) ? order.amountMinor : 0);
+const isSale = (entries: EntryDoc[]) => entries.some((entry) => entry.account === ACCOUNTS.revenue && entry.direction === 'credit');
+
 /** Erasure leaves a pseudonym on orders and no subject on records. */
 const isErasedOrder = (order: Pick<OrderDoc, 'customerId'>) => /^erased_/.test(order.customerId);
 
 interface Store {
   orders: OrderDoc[];
   records: RecordDoc[];
+  /** Money the provider took under a charge key: a charge, or an authorization it captured. */
   charges: ChargeDoc[];
+  /** Authorizations the provider holds, voided or let lapse (nothing taken). */
+  authorizations: ChargeDoc[];
+  operations: OperationDoc[];
+  refunds: RefundDoc[];
   payments: PaymentDoc[];
   entries: EntryDoc[];
   events: { _id: string; type: string; payload: { id: string; amountMinor?: number; state?: string } }[];
@@ -99,8 +136,17 @@ async function load({ db, simulatorDb }: InvariantInput): Promise<Store> {
   return {
     orders: await db.collection<OrderDoc>('orders').find({}).toArray(),
     records: await db.collection<RecordDoc>('idempotency_records').find({}).toArray(),
-    // Canceled keys (the reaper's cancel markers) are not charges.
-    charges: await simulatorDb.collection<ChargeDoc>('charges').find({ status: 'succeeded' }).toArray(),
+    // Canceled keys (the reaper's cancel markers), declined and still processing charges took nothing.
+    charges: await simulatorDb
+      .collection<ChargeDoc>('charges')
+      .find({ status: { $in: ['succeeded', 'captured'] } })
+      .toArray(),
+    authorizations: await simulatorDb
+      .collection<ChargeDoc>('charges')
+      .find({ status: { $in: ['authorized', 'voided'] } })
+      .toArray(),
+    operations: await simulatorDb.collection<OperationDoc>('operations').find({ status: 'succeeded' }).toArray(),
+    refunds: await db.collection<RefundDoc>('refunds').find({}).toArray(),
     payments: await db.collection<PaymentDoc>('payments').find({}).toArray(),
     entries: await db.collection<EntryDoc>('ledger_entries').find({}).toArray(),
     events: await db.collection<Store['events'][number]>('outbox_events').find({}).toArray(),
@@ -129,14 +175,21 @@ export async function findViolations(input: InvariantInput): Promise<string[]> {
     ...perKey(store, now, tombstoneMs),
     ...perOrder(store, input),
     ...perRecord(store, now, tombstoneMs),
+    ...afterTheCharge(store),
     ...money(store),
     ...(input.requireSettled ? settled(store) : []),
   ];
 }
 
+/** The operation whose records, tombstones and orders perKey and perRecord check; refunds, captures and voids have their own. */
+const CREATE = 'orders.create';
+
 function perKey(store: Store, now: Date, tombstoneMs: number): string[] {
   const violations: string[] = [];
-  const recordsByScope = groupBy(store.records, scopeOf);
+  const recordsByScope = groupBy(
+    store.records.filter((record) => record.operation === CREATE),
+    scopeOf,
+  );
   for (const [scope, scopeRecords] of recordsByScope) {
     const live = scopeRecords.filter((record) => record.status === 'pending' || record.expiresAt > now);
     if (live.length > 1) violations.push(`key ${scope}: ${live.length} live idempotency records (${live.map((r) => r._id).join(', ')})`);
@@ -164,9 +217,9 @@ function perKey(store: Store, now: Date, tombstoneMs: number): string[] {
     const digest = tombstoneScope(record);
     const tombs = store.tombstones.filter((tomb) => tomb.scope === digest || tomb._id.startsWith(`${digest}:`));
     const charged = orders.filter((order) => chargeByOrder.has(order._id));
-    const unanswered = charged.filter((order) => order.state !== 'saved');
+    const unanswered = charged.filter((order) => !isAnswered(order));
     if (unanswered.length > 1) violations.push(`key ${scope}: ${unanswered.length} provider charges without an answer`);
-    for (const order of charged.filter((candidate) => candidate.state === 'saved')) {
+    for (const order of charged.filter(isAnswered)) {
       const savedAt = (order.stateHistory?.saved ?? order.createdAt).getTime();
       // Its tombstone lives at least until retention (from the finish) plus the tombstone's own life.
       if (savedAt + record.ttlSeconds * 1000 + tombstoneMs <= now.getTime()) continue;
@@ -185,6 +238,7 @@ function perKey(store: Store, now: Date, tombstoneMs: number): string[] {
 function perOrder(store: Store, input: InvariantInput): string[] {
   const violations: string[] = [];
   const chargeByOrder = new Map(store.charges.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
+  const authorizationByOrder = new Map(store.authorizations.map((charge) => [charge._id.replace(/^charge:/, ''), charge]));
   const paymentsByOrder = groupBy(store.payments, (payment) => payment.orderId);
   const entriesByOrder = groupBy(store.entries, (entry) => entry.orderId);
   const eventsByOrder = groupBy(
@@ -195,36 +249,54 @@ function perOrder(store: Store, input: InvariantInput): string[] {
     const charge = chargeByOrder.get(order._id);
     const payments = paymentsByOrder.get(order._id) ?? [];
     const entries = entriesByOrder.get(order._id) ?? [];
+    const sales = [...groupBy(entries, (entry) => entry.journalId).values()].filter(isSale);
     const events = eventsByOrder.get(order._id) ?? [];
     const where = `order ${order._id}`;
     if (order.state === 'failed') {
-      if (charge) violations.push(`${where}: failed but charged at the provider`);
+      if (charge || authorizationByOrder.has(order._id)) violations.push(`${where}: failed but charged at the provider`);
       if (payments.length || entries.length || events.length) violations.push(`${where}: failed but has payments/ledger/events`);
       continue;
     }
-    if (charge && charge.amountMinor !== order.amountMinor) violations.push(`${where}: charge amount differs`);
-    if (order.state === 'charged' || order.state === 'saved') {
-      if (!charge) violations.push(`${where}: ${order.state} without a provider charge`);
+    const manual = order.capture === 'manual';
+    const captured = capturedOf(order);
+    const refunded = order.refundedMinor ?? 0;
+    const authorized = order.authorizedMinor ?? (captured > 0 ? order.amountMinor : 0);
+    if (!(refunded <= captured && captured <= authorized && authorized <= order.amountMinor))
+      violations.push(`${where}: refunded ${refunded} <= captured ${captured} <= authorized ${authorized} <= ${order.amountMinor} broken`);
+    if (charge) {
+      const taken = charge.capturedMinor ?? charge.amountMinor;
+      if (charge.amountMinor !== order.amountMinor) violations.push(`${where}: charge amount differs`);
+      if (TAKEN.includes(order.state) && taken !== captured)
+        violations.push(`${where}: the provider took ${taken}, the order says ${captured} captured`);
+    }
+    if (order.state === 'charged' || TAKEN.includes(order.state) || order.state === 'authorized' || order.state === 'voided') {
+      if (!charge && !authorizationByOrder.has(order._id)) violations.push(`${where}: ${order.state} without a provider charge`);
       if (payments.length !== 1) violations.push(`${where}: ${payments.length} payment documents`);
+      const atProvider = charge ?? authorizationByOrder.get(order._id);
       for (const payment of payments) {
         const same =
-          charge &&
-          payment.amountMinor === charge.amountMinor &&
+          atProvider &&
+          payment.amountMinor === atProvider.amountMinor &&
           payment.amountMinor === order.amountMinor &&
-          payment.providerChargeId === charge.id &&
-          payment.chargeKey === charge._id &&
+          payment.providerChargeId === atProvider.id &&
+          payment.chargeKey === atProvider._id &&
           payment.currency === order.currency &&
           payment.tenant === order.tenant &&
           order.paymentId === payment._id;
         if (!same) violations.push(`${where}: its payment ${payment._id} does not match its charge (amount, id, key, currency, tenant)`);
       }
     }
-    if (order.state === 'saved') {
-      violations.push(...journalViolations(order, entries));
-      if (events.length !== 1) violations.push(`${where}: ${events.length} order.completed events`);
-      for (const event of events) {
-        if (event.payload.amountMinor !== order.amountMinor || event.payload.state !== 'saved')
-          violations.push(`${where}: its order.completed event says ${event.payload.amountMinor} ${event.payload.state}`);
+    if (TAKEN.includes(order.state)) {
+      if (sales.length !== 1) violations.push(`${where}: ${sales.length} sale journals`);
+      for (const sale of sales) violations.push(...journalViolations(order, sale, paidOrderJournal(captured), 'the sale and settlement'));
+      if (!manual) {
+        if (events.length !== 1) violations.push(`${where}: ${events.length} order.completed events`);
+        for (const event of events) {
+          if (event.payload.amountMinor !== order.amountMinor || event.payload.state !== 'saved')
+            violations.push(`${where}: its order.completed event says ${event.payload.amountMinor} ${event.payload.state}`);
+        }
+      } else if (events.length) {
+        violations.push(`${where}: a manual capture with an order.completed event`);
       }
     } else if (entries.length || events.length) {
       violations.push(`${where}: ${order.state} but already has ledger/events`);
@@ -232,7 +304,7 @@ function perOrder(store: Store, input: InvariantInput): string[] {
     if (input.requireSettled && (order.state === 'pending' || order.state === 'charged')) violations.push(`${where}: still ${order.state}`);
   }
   const orderIds = new Set(store.orders.map((order) => order._id));
-  for (const charge of store.charges) {
+  for (const charge of [...store.charges, ...store.authorizations]) {
     if (!orderIds.has(charge._id.replace(/^charge:/, ''))) violations.push(`charge ${charge._id}: no order`);
   }
   for (const [orderId] of paymentsByOrder) if (!orderIds.has(orderId)) violations.push(`payment of order ${orderId}: no order`);
@@ -240,23 +312,75 @@ function perOrder(store: Store, input: InvariantInput): string[] {
   for (const [orderId] of eventsByOrder) if (!orderIds.has(orderId)) violations.push(`event of order ${orderId}: no order`);
   for (const id of input.acknowledgedOrderIds ?? []) {
     const order = store.orders.find((candidate) => candidate._id === id);
-    if (!order || order.state !== 'saved') violations.push(`acknowledged order ${id}: ${order ? order.state : 'missing'}`);
+    if (!order || !isAnswered(order)) violations.push(`acknowledged order ${id}: ${order ? order.state : 'missing'}`);
   }
   return violations;
 }
 
-/** One journal of the order's own amount: sale and settlement, four lines, balanced, in its currency and tenant. */
-function journalViolations(order: OrderDoc, entries: EntryDoc[]): string[] {
+/**
+ * Refunds, captures and voids: what the provider did under each key
+ * against our documents and our books. Provider refunds = succeeded
+ * refunds = reversal journals, per order, in number and in amount; the
+ * refundable amount is the captured one less every refund succeeded or in
+ * flight; at most one capture or void per authorization.
+ */
+function afterTheCharge(store: Store): string[] {
+  const violations: string[] = [];
+  const byOrder = (chargeKey: string | null) => (chargeKey ?? '').replace(/^charge:/, '');
+  const operationsByOrder = groupBy(store.operations, (operation) => byOrder(operation.chargeKey));
+  const refundsByOrder = groupBy(store.refunds, (refund) => refund.orderId);
+  const entriesByOrder = groupBy(store.entries, (entry) => entry.orderId);
+  for (const order of store.orders) {
+    const where = `order ${order._id}`;
+    const operations = operationsByOrder.get(order._id) ?? [];
+    const providerRefunds = operations.filter((operation) => operation.kind === 'refund');
+    const refunds = refundsByOrder.get(order._id) ?? [];
+    const succeeded = refunds.filter((refund) => refund.state === 'succeeded');
+    const inFlight = refunds.filter((refund) => refund.state === 'pending');
+    const journals = [...groupBy(entriesByOrder.get(order._id) ?? [], (entry) => entry.journalId).values()];
+    const reversals = journals.filter((journal) => !isSale(journal));
+    const sum = (items: { amountMinor: number }[]) => items.reduce((total, item) => total + item.amountMinor, 0);
+    const reversed = reversals.map((journal) => journal.find((entry) => entry.account === ACCOUNTS.revenue)?.amountMinor ?? 0);
+    const refunded = order.refundedMinor ?? 0;
+    const counts = [providerRefunds.length, succeeded.length, reversals.length];
+    const amounts = [sum(providerRefunds), sum(succeeded), reversed.reduce((a, b) => a + b, 0), refunded];
+    // A refund the provider made and we did not record yet is in flight (its record pending): it may lead by that one.
+    const providerAhead = providerRefunds.length - succeeded.length;
+    if (providerAhead < 0 || providerAhead > inFlight.length || counts[1] !== counts[2])
+      violations.push(`${where}: ${counts[0]} provider refunds, ${counts[1]} succeeded refunds, ${counts[2]} reversal journals`);
+    if (providerAhead === 0 && new Set(amounts).size !== 1)
+      violations.push(
+        `${where}: refunded at the provider ${amounts[0]}, succeeded refunds ${amounts[1]}, reversed ${amounts[2]}, order ${amounts[3]}`,
+      );
+    for (const [index, journal] of reversals.entries())
+      violations.push(...journalViolations(order, journal, refundJournal(reversed[index]), 'a refund reversal'));
+    if (order.refundableMinor !== undefined && order.state !== 'failed') {
+      const expected = capturedOf(order) - refunded - sum(inFlight);
+      if (order.refundableMinor !== expected)
+        violations.push(`${where}: refundable ${order.refundableMinor}, captured - refunded - in flight = ${expected}`);
+    }
+    const captures = operations.filter((operation) => operation.kind === 'capture');
+    const voids = operations.filter((operation) => operation.kind === 'void');
+    if (captures.length + voids.length > 1)
+      violations.push(`${where}: ${captures.length} captures and ${voids.length} voids at the provider`);
+    if (order.state === 'voided' && captures.length) violations.push(`${where}: voided but captured at the provider`);
+  }
+  const orderIds = new Set(store.orders.map((order) => order._id));
+  for (const operation of store.operations) {
+    if (!orderIds.has(byOrder(operation.chargeKey))) violations.push(`provider ${operation.kind} ${operation._id}: no order`);
+  }
+  return violations;
+}
+
+/** One balanced journal with exactly `expected`'s lines, in the order's currency and tenant. */
+function journalViolations(order: OrderDoc, entries: EntryDoc[], expected: ReturnType<typeof paidOrderJournal>, what: string): string[] {
   const where = `order ${order._id}`;
-  const journals = new Set(entries.map((entry) => entry.journalId));
   const balance = entries.reduce((sum, e) => sum + (e.direction === 'debit' ? e.amountMinor : -e.amountMinor), 0);
   const out: string[] = [];
-  if (journals.size !== 1 || entries.length === 0) out.push(`${where}: ${journals.size} journals`);
-  if (balance !== 0) out.push(`${where}: journal off by ${balance}`);
+  if (balance !== 0) out.push(`${where}: journal ${entries[0]?.journalId} off by ${balance}`);
   const line = (l: { account: string; direction: string; amountMinor: number }) => `${l.account}/${l.direction}/${l.amountMinor}`;
-  const expected = paidOrderJournal(order.amountMinor).map(line).sort();
-  if (JSON.stringify(entries.map(line).sort()) !== JSON.stringify(expected))
-    out.push(`${where}: journal lines ${JSON.stringify(entries.map(line))} are not the sale and settlement of ${order.amountMinor}`);
+  if (JSON.stringify(entries.map(line).sort()) !== JSON.stringify(expected.map(line).sort()))
+    out.push(`${where}: journal lines ${JSON.stringify(entries.map(line))} are not ${what} of ${expected[0]?.amountMinor}`);
   if (entries.some((entry) => entry.currency !== order.currency || entry.tenant !== order.tenant))
     out.push(`${where}: journal in another currency or tenant`);
   return out;
@@ -266,7 +390,7 @@ function journalViolations(order: OrderDoc, entries: EntryDoc[]): string[] {
 function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
   const violations: string[] = [];
   const tombById = new Map(store.tombstones.map((tomb) => [tomb._id, tomb]));
-  for (const record of store.records) {
+  for (const record of store.records.filter((candidate) => candidate.operation === CREATE)) {
     const where = `record ${record._id}`;
     const order = store.orders.find(
       (candidate) =>
@@ -284,7 +408,8 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
     }
     const expected: Record<string, (o: OrderDoc) => boolean> = {
       pending: (o) => o.state === 'pending' || o.state === 'charged',
-      complete: (o) => o.state === 'saved',
+      // What the create answered, and whatever later operations made of it since.
+      complete: (o) => o.state !== 'pending' && o.state !== 'charged' && o.state !== 'failed',
       failed: (o) => o.state === 'failed',
     };
     if (!expected[record.status]?.(order)) violations.push(`${where}: ${record.status} beside its order ${order._id} ${order.state}`);
@@ -295,10 +420,12 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
     if (record.status === 'failed' && !response && order.failureReason === 'card_declined')
       violations.push(`${where}: a declined order whose 402 was not stored`);
     if (response && response.status !== 410) {
-      const status = record.status === 'complete' ? 201 : 402;
-      if (response.status !== status) violations.push(`${where}: stored ${response.status} for a ${record.status} record`);
+      // A create answers 201 (saved or authorized) or 202 (processing), or its 402 is stored.
+      const statuses = record.status === 'complete' ? [201, 202] : [402];
+      if (!statuses.includes(response.status)) violations.push(`${where}: stored ${response.status} for a ${record.status} record`);
+      const status = response.status;
       const location = response.headers?.location ?? null;
-      if (status === 201 && location !== `/v1/orders/${order._id}`)
+      if (status !== 402 && location !== `/v1/orders/${order._id}`)
         violations.push(`${where}: its stored answer names ${location}, not ${order._id}`);
     }
     if (!response || erased || response.status === 410) continue;
@@ -313,28 +440,41 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
   return violations;
 }
 
-/** The provider's charges against our books: every succeeded charge is on the clearing account, or still on its way. */
+/**
+ * The provider's money against our books: what it took for answered
+ * orders, less what it refunded, is the clearing account's balance - or on
+ * its way (a refund the provider made whose record is still in flight).
+ */
 function money(store: Store): string[] {
   const orderById = new Map(store.orders.map((order) => [order._id, order]));
-  const byCurrency = new Map<string, { charged: number; cleared: number }>();
-  const add = (currency: string, what: 'charged' | 'cleared', amount: number) => {
-    const sums = byCurrency.get(currency) ?? { charged: 0, cleared: 0 };
+  const byCurrency = new Map<string, { charged: number; cleared: number; inFlight: number }>();
+  const add = (currency: string, what: 'charged' | 'cleared' | 'inFlight', amount: number) => {
+    const sums = byCurrency.get(currency) ?? { charged: 0, cleared: 0, inFlight: 0 };
     sums[what] += amount;
     byCurrency.set(currency, sums);
   };
   for (const charge of store.charges) {
     const order = orderById.get(charge._id.replace(/^charge:/, ''));
     // Charged but not saved yet: the journal comes with the save.
-    if (order && order.state !== 'pending' && order.state !== 'charged') add(charge.currency, 'charged', charge.amountMinor);
+    if (order && TAKEN.includes(order.state)) add(charge.currency, 'charged', charge.capturedMinor ?? charge.amountMinor);
+  }
+  for (const operation of store.operations) {
+    if (operation.kind === 'refund') add(operation.currency, 'charged', -operation.amountMinor);
+  }
+  for (const refund of store.refunds) {
+    const order = orderById.get(refund.orderId);
+    if (refund.state === 'pending' && order) add(order.currency, 'inFlight', refund.amountMinor);
   }
   for (const entry of store.entries) {
     if (entry.account !== ACCOUNTS.providerClearing) continue;
     add(entry.currency, 'cleared', entry.direction === 'debit' ? entry.amountMinor : -entry.amountMinor);
   }
   const out: string[] = [];
-  for (const [currency, { charged, cleared }] of byCurrency) {
-    if (charged !== cleared)
-      out.push(`${currency}: the provider charged ${charged} for answered orders, the clearing account holds ${cleared}`);
+  for (const [currency, { charged, cleared, inFlight }] of byCurrency) {
+    if (charged > cleared || charged < cleared - inFlight)
+      out.push(
+        `${currency}: the provider holds ${charged} for answered orders, the clearing account ${cleared} (${inFlight} refunds in flight)`,
+      );
   }
   return out;
 }
