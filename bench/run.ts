@@ -716,7 +716,7 @@ async function refundHotOrder(bench: Bench): Promise<ScenarioResult> {
   await store.clean();
   return {
     id: scenarioId.refundHotOrder(n),
-    title: `hot order: ${n} concurrent partial refunds of 1/${HOT_ORDER_SHARE}`,
+    title: `hot order: ${n} refunds at once, 1/${HOT_ORDER_SHARE} each`,
     concurrency: n,
     durationSeconds,
     requests: n,
