@@ -10,6 +10,7 @@ import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { PrivacyModule } from './privacy/privacy.module.js';
+import { RefundsModule } from './refunds/refunds.module.js';
 
 @Module({
   imports: [
@@ -24,6 +25,7 @@ import { PrivacyModule } from './privacy/privacy.module.js';
     HealthModule,
     OrdersModule,
     PrivacyModule,
+    RefundsModule,
   ],
 })
 export class AppModule {}

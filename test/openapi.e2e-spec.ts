@@ -164,6 +164,38 @@ describe('OpenAPI document', () => {
     expectDocumented(await raw('text/plain', 'hello').expect(415), 'POST', '/v1/orders');
   });
 
+  it('refunds: the 201, its replay, the list, one refund, and the refusals match the document', async () => {
+    const order = (await create('k-refunded').expect(201)).body as { id: string };
+    const refund = (key: string, amountMinor: number) =>
+      t.http().post(`/v1/orders/${order.id}/refunds`).set(auth()).set('Idempotency-Key', key).send({ amountMinor, reason: 'duplicate' });
+    const created = await refund('k-refund', 1000).expect(201);
+    expectDocumented(created, 'POST', '/v1/orders/{id}/refunds');
+    expectDocumented(await refund('k-refund', 1000).expect(201), 'POST', '/v1/orders/{id}/refunds');
+    expectDocumented(await refund('k-refund-more', 5000).expect(422), 'POST', '/v1/orders/{id}/refunds');
+    expectDocumented(await t.http().get(`/v1/orders/${order.id}/refunds`).set(auth()).expect(200), 'GET', '/v1/orders/{id}/refunds');
+    expectDocumented(await t.http().get(created.headers.location).set(auth()).expect(200), 'GET', '/v1/orders/{id}/refunds/{refundId}');
+    const missing = await t.http().get('/v1/orders/ord_000000000000000000000000/refunds').set(auth()).expect(404);
+    expectDocumented(missing, 'GET', '/v1/orders/{id}/refunds');
+  });
+
+  it('a manual-capture order, its capture, its void and their refusals match their schemas', async () => {
+    const manual = async (key: string) => {
+      const created = await create(key, orderBody({ capture: 'manual' })).expect(201);
+      expectDocumented(created, 'POST', '/v1/orders');
+      return created.body.id as string;
+    };
+    const action = (id: string, what: 'capture' | 'void', key: string, body: object = {}) =>
+      t.http().post(`/v1/orders/${id}/${what}`).set(auth()).set('Idempotency-Key', key).send(body);
+    const captured = await manual('k-manual-capture');
+    const capturePath = '/v1/orders/{id}/capture';
+    expectDocumented(await action(captured, 'capture', 'k-capture', { amountMinor: 999999 }).expect(422), 'POST', capturePath);
+    expectDocumented(await action(captured, 'capture', 'k-capture').expect(200), 'POST', capturePath);
+    expectDocumented(await action(captured, 'capture', 'k-capture-again').expect(409), 'POST', capturePath);
+    const voided = await manual('k-manual-void');
+    expectDocumented(await action(voided, 'void', 'k-void').expect(200), 'POST', '/v1/orders/{id}/void');
+    expectDocumented(await action(voided, 'void', 'k-void-again').expect(409), 'POST', '/v1/orders/{id}/void');
+  });
+
   // Runs last (Jest keeps declaration order): a documented success that no test above exercised is unchecked.
   it('every documented success answer was checked against a real response above', () => {
     const documented = Object.entries(doc.paths).flatMap(([path, operations]) =>

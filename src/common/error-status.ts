@@ -43,8 +43,24 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // Business outcomes and the provider
   // A stored outcome: a retry replays it; the failed order exists, so a new key is another order.
   card_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
+  // Capture and void (manual capture). Refused in the claim transaction: nothing written, any key is safe.
+  order_not_capturable: { status: 409, ...REFUSED },
+  order_not_voidable: { status: 409, ...REFUSED },
+  capture_exceeds_authorized: { status: 422, ...REFUSED },
+  // The provider refused a capture or void: stored and replayed; the order is as the refusal left it (expired, or still authorized).
+  authorization_expired: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
+  authorization_voided: { status: 409, retryable: false, reuseKey: false, newKeySafe: false },
+  already_captured: { status: 409, retryable: false, reuseKey: false, newKeySafe: false },
+  payment_operation_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // Nothing stored; the same key resumes the same order with the same charge key.
   payment_provider_unavailable: { status: 503, ...retrySameKey(2) },
+  // Refunds. Refused inside the claim transaction, which then aborts: nothing stored, the key unused.
+  refund_exceeds_captured: { status: 422, ...REFUSED },
+  order_not_refundable: { status: 409, ...REFUSED },
+  refund_not_found: { status: 404, ...REFUSED },
+  // Stored outcomes of the provider: a retry replays them; the failed refund exists, so a new key is another refund.
+  refund_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
+  refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // HTTP and framework refusals: the request never reached a handler
   not_found: { status: 404, ...REFUSED },
   method_not_allowed: { status: 405, ...REFUSED },

@@ -4,6 +4,20 @@ import { isIP } from 'node:net';
 import { plainToInstance } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
+/** Every FaultPoint (below), for FAULT_CRASH_AT's validation: a point the code has is a point the variable accepts. */
+export const FAULT_POINTS = [
+  'after-claim',
+  'after-charge',
+  'after-charged',
+  'before-response',
+  'after-refund-claim',
+  'after-refund-provider',
+  'after-capture-claim',
+  'after-capture-provider',
+  'after-void-claim',
+  'after-void-provider',
+] as const;
+
 /**
  * Every setting the service reads, validated once. Values arrive as strings
  * from the environment; `enableImplicitConversion` turns them into numbers
@@ -251,11 +265,22 @@ class EnvironmentVariables {
   @Max(31 * 24 * 3600)
   PAYMENT_AUTHORIZATION_TTL_SECONDS: number = 7 * 24 * 3600;
 
+  // The sweep of lapsed manual-capture authorizations (void or mark expired); runs where the reaper runs. 0 = off.
+  @IsInt()
+  @Min(0)
+  @Max(3600000)
+  AUTHORIZATION_SWEEP_INTERVAL_MS: number = 60000;
+
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  AUTHORIZATION_SWEEP_BATCH_SIZE: number = 50;
+
   @IsBoolean()
   FAULT_INJECTION: boolean = false;
 
   @IsOptional()
-  @IsIn(['after-claim', 'after-charge', 'after-charged', 'before-response'])
+  @IsIn(FAULT_POINTS)
   FAULT_CRASH_AT?: string;
 
   @IsInt()
@@ -326,17 +351,7 @@ export function logFormat(setting: string, production: boolean, stdoutIsTty: boo
  * after-<op>-provider (the provider acted, nothing recorded yet) on a
  * refund, capture or void.
  */
-export type FaultPoint =
-  | 'after-claim'
-  | 'after-charge'
-  | 'after-charged'
-  | 'before-response'
-  | 'after-refund-claim'
-  | 'after-refund-provider'
-  | 'after-capture-claim'
-  | 'after-capture-provider'
-  | 'after-void-claim'
-  | 'after-void-provider';
+export type FaultPoint = (typeof FAULT_POINTS)[number];
 
 export interface AppSettings {
   env: 'development' | 'production' | 'test';
@@ -474,6 +489,8 @@ export interface PaymentsSettings {
   retryAfterSeconds: number;
   /** The simulator's authorization lifetime (manual capture); a real provider sets its own. */
   authorizationTtlSeconds: number;
+  /** The expiry sweep of lapsed authorizations (orders/payment-actions/authorization-expiry.sweep.ts); intervalMs 0 = off. */
+  authorizationSweep: { intervalMs: number; batchSize: number };
 }
 
 /** The optional Redis fast path in front of the idempotency records (never their store of record). */
@@ -648,6 +665,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
       authorizationTtlSeconds: env.PAYMENT_AUTHORIZATION_TTL_SECONDS,
+      authorizationSweep: { intervalMs: env.AUTHORIZATION_SWEEP_INTERVAL_MS, batchSize: env.AUTHORIZATION_SWEEP_BATCH_SIZE },
     },
     redis: {
       url: env.REDIS_URL,

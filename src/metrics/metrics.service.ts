@@ -90,6 +90,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly authorizationSweep = new Counter({
+    name: 'authorization_expiry_sweep_total',
+    help: 'Lapsed authorizations the expiry sweep handled, by outcome (voided, expired, skipped, lost, error)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -14,8 +14,8 @@ import { paidOrderJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
-import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
-import { chargeKeyFor } from '../payments/payment.js';
+import { PaymentGateway, type Authorization, type Charge } from '../payments/payment-gateway.port.js';
+import { chargeKeyFor, paymentIdFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
 import { isCreateInProgress } from './order-state.js';
 import { orderIdForClaim, type Order } from './order.js';
@@ -32,7 +32,12 @@ import '../common/error-status.js';
  */
 export type AdvanceMode = 'request' | 'reconcile';
 
-type ChargeOutcome = { kind: 'charged'; charge: Charge } | { kind: 'declined' } | { kind: 'none' };
+type ChargeOutcome =
+  | { kind: 'charged'; charge: Charge }
+  /** Manual capture: the provider holds the amount; the create answers 201 `authorized`. */
+  | { kind: 'authorized'; authorization: Authorization }
+  | { kind: 'declined' }
+  | { kind: 'none' };
 
 export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned' } as const;
 
@@ -77,6 +82,7 @@ export class OrderWorkflow {
     const outcome = await this.chargeOrReconcile(order, lease, mode);
     if (outcome.kind === 'none') return this.fail(order, lease, FAILURE.abandoned);
     if (outcome.kind === 'declined') return this.fail(order, lease, FAILURE.declined);
+    if (outcome.kind === 'authorized') return this.authorize(order, lease, outcome.authorization);
     this.faults.crashIf('after-charge');
     const now = this.clock.now();
     const { charged, adopted } = await this.transactions.run(async (session) => {
@@ -104,6 +110,8 @@ export class OrderWorkflow {
       switch (found.outcome) {
         case 'charged':
           return { kind: 'charged', charge: found.charge };
+        case 'authorized':
+          return { kind: 'authorized', authorization: found.authorization };
         case 'declined':
           return { kind: 'declined' };
         case 'canceled':
@@ -113,13 +121,20 @@ export class OrderWorkflow {
       }
     }
     if (!order.paymentToken) throw new Error(`Order ${order._id} is pending without a payment token`);
-    const result = await this.gateway.charge({
+    const request = {
       chargeKey,
       amountMinor: order.amountMinor,
       currency: order.currency,
       paymentToken: order.paymentToken,
       reference: order._id,
-    });
+    };
+    if (order.capture === 'manual') {
+      // Same key space as a charge: a resumed attempt gets the first authorization back.
+      const authorized = await this.gateway.authorize(request);
+      if (authorized.outcome === 'authorized') return { kind: 'authorized', authorization: authorized.authorization };
+      return authorized.outcome === 'declined' ? { kind: 'declined' } : { kind: 'none' };
+    }
+    const result = await this.gateway.charge(request);
     switch (result.outcome) {
       case 'succeeded':
         return { kind: 'charged', charge: result.charge };
@@ -132,6 +147,35 @@ export class OrderWorkflow {
       default:
         throw new Error(`Order ${order._id}: the provider answered ${result.outcome}, which this workflow does not settle yet`);
     }
+  }
+
+  /**
+   * Manual capture, one transaction: the record completes with the 201 of
+   * the authorized order, the payment of the authorization is written (or
+   * adopted) and the order becomes authorized. No journal: no money moved
+   * yet (the capture posts it).
+   */
+  private async authorize(pending: Order, lease: Lease, authorization: Authorization): Promise<Order> {
+    this.faults.crashIf('after-charge');
+    const now = this.clock.now();
+    const { authorized, adopted } = await this.transactions.run(async (session) => {
+      const order = await this.current(pending, session);
+      const next: Order = {
+        ...order,
+        state: 'authorized',
+        paymentId: paymentIdFor(authorization.id),
+        authorizedMinor: order.amountMinor,
+        authorizationExpiresAt: authorization.expiresAt,
+        paymentToken: null,
+        stateHistory: { ...order.stateHistory, authorized: now },
+      };
+      await this.attempts.complete(session, lease, 'authorized', responseFor(next));
+      const recorded = await this.payments.recordAuthorization(session, order.tenant, order._id, authorization, now);
+      await this.orders.markAuthorized(session, order, recorded.payment._id, authorization.expiresAt, now);
+      return { authorized: next, adopted: recorded.adopted ? ['payment'] : [] };
+    });
+    this.countAdopted(adopted);
+    return authorized;
   }
 
   private async save(charged: Order, lease: Lease): Promise<Order> {
@@ -208,7 +252,8 @@ export const ORDER_COMPLETED_SCHEMA_VERSION = 2;
 
 /** The response a final order answers with, stored for replay. */
 export function responseFor(order: Order): IdempotentResponse {
-  if (order.state === 'saved') {
+  // A manual capture's create answers with the authorization as an automatic one does with the charge.
+  if (order.state === 'saved' || order.state === 'authorized') {
     return {
       status: 201,
       headers: { 'content-type': 'application/json; charset=utf-8', location: `/v1/orders/${order._id}` },

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { Collection } from 'mongodb';
-import type { ClientSession, Model } from 'mongoose';
+import type { ClientSession, QueryFilter, Model } from 'mongoose';
 import { DuplicateClaimError, isDuplicateKey, LeaseLostError } from '@idempotent-orders/nest-idempotency';
 import { assertTransition, REFUNDABLE_STATES, type OrderState } from './order-state.js';
-import type { Order } from './order.js';
+import type { Order, PendingPaymentAction } from './order.js';
 import { ORDER_MODEL } from './schemas/order.schema.js';
 
 export interface OrderPage {
@@ -101,21 +101,84 @@ export class OrderRepository {
     });
   }
 
-  /** The capture of `amountMinor` (at most the authorized amount) by the operation holding `recordId`'s lease. */
+  /**
+   * The capture of `amountMinor` (at most the authorized amount) by the
+   * operation holding `recordId`'s lease: fenced on the order too (its
+   * pendingAction is that operation's), which it clears.
+   */
   markCaptured(session: ClientSession, order: Order, amountMinor: number, now: Date, recordId: string): Promise<void> {
     if (!Number.isSafeInteger(amountMinor) || amountMinor < 1 || amountMinor > order.authorizedMinor) {
       throw new Error(`Order ${order._id}: a capture of ${amountMinor} of ${order.authorizedMinor} authorized`);
     }
-    return this.transition(session, order, 'captured', now, { capturedMinor: amountMinor, refundableMinor: amountMinor }, recordId);
+    const fields = { capturedMinor: amountMinor, refundableMinor: amountMinor, pendingAction: null };
+    return this.transition(session, order, 'captured', now, fields, recordId, actionGuard(recordId));
   }
 
-  markVoided(session: ClientSession, order: Order, now: Date, recordId: string): Promise<void> {
-    return this.transition(session, order, 'voided', now, {}, recordId);
+  /** `recordId`: the void operation holding the order; null for the expiry sweep, which only voids an order nobody holds. */
+  markVoided(session: ClientSession, order: Order, now: Date, recordId: string | null): Promise<void> {
+    return this.transition(session, order, 'voided', now, { pendingAction: null }, recordId ?? undefined, actionGuard(recordId));
   }
 
-  /** The authorization lapsed at the provider before anyone captured it. */
-  markExpired(session: ClientSession, order: Order, now: Date): Promise<void> {
-    return this.transition(session, order, 'expired', now, {});
+  /**
+   * The authorization lapsed at the provider before anyone captured it:
+   * found by a capture or void (`recordId`, which holds the order) or by the
+   * expiry sweep (null: only an order nobody holds).
+   */
+  markExpired(session: ClientSession, order: Order, now: Date, recordId: string | null = null): Promise<void> {
+    return this.transition(session, order, 'expired', now, { pendingAction: null }, recordId ?? undefined, actionGuard(recordId));
+  }
+
+  /**
+   * A capture's or void's claim (inside its claim transaction): ONE
+   * conditional update takes the order for this operation - authorized, and
+   * held by no other action (a restarted attempt of the same record may take
+   * it again), with at least `action.amountMinor` authorized. Null when it
+   * did not match, and then nothing was written.
+   */
+  takeForAction(session: ClientSession, tenant: string, orderId: string, action: PendingPaymentAction, now: Date): Promise<Order | null> {
+    return this.orders
+      .findOneAndUpdate(
+        {
+          _id: orderId,
+          tenant,
+          state: 'authorized',
+          authorizedMinor: { $gte: action.amountMinor },
+          $or: [{ pendingAction: null }, { 'pendingAction.recordId': action.recordId }],
+        },
+        { $set: { pendingAction: action, updatedAt: now } },
+        { session, returnDocument: 'after' },
+      )
+      .lean<Order>()
+      .exec();
+  }
+
+  /** The order a capture's or void's attempt holds, by its claim; null once that action was finished or released. */
+  findByActionClaim(claimId: string, session?: ClientSession): Promise<Order | null> {
+    return this.orders
+      .findOne({ 'pendingAction.claimId': claimId })
+      .session(session ?? null)
+      .lean<Order>()
+      .exec();
+  }
+
+  /** A capture or void that ended without moving the order (refused, canceled) lets it go; fenced on the claim. */
+  async releaseAction(session: ClientSession, orderId: string, action: PendingPaymentAction, now: Date): Promise<void> {
+    const result = await this.orders.updateOne(
+      { _id: orderId, 'pendingAction.claimId': action.claimId },
+      { $set: { pendingAction: null, updatedAt: now } },
+      { session },
+    );
+    if (result.matchedCount !== 1) throw new LeaseLostError(action.recordId);
+  }
+
+  /** Authorized orders nobody holds whose authorization lapsed by `now`, oldest first (index state_authorization_expiry). */
+  findLapsedAuthorizations(now: Date, limit: number): Promise<Order[]> {
+    return this.orders
+      .find({ state: 'authorized', authorizationExpiresAt: { $lte: now }, pendingAction: null })
+      .sort({ authorizationExpiresAt: 1 })
+      .limit(limit)
+      .lean<Order[]>()
+      .exec();
   }
 
   /**
@@ -169,7 +232,10 @@ export class OrderRepository {
     return { ...order, state: to, stateHistory: { ...order.stateHistory, [to]: now } };
   }
 
-  /** `fencedBy`: the record whose lease this write runs under, when it is not the create's (capture, void). */
+  /**
+   * `fencedBy`: the record whose lease this write runs under, when it is not
+   * the create's (capture, void); `guard`: what else the order must match (its pendingAction).
+   */
   private async transition(
     session: ClientSession,
     order: Order,
@@ -177,14 +243,20 @@ export class OrderRepository {
     now: Date,
     fields: Partial<Order>,
     fencedBy = order.idempotency.recordId,
+    guard: QueryFilter<Order> = {},
   ): Promise<void> {
     assertTransition(order.state, to);
     const result = await this.orders.updateOne(
-      { _id: order._id, state: order.state },
+      { ...guard, _id: order._id, state: order.state },
       { $set: { ...fields, state: to, [`stateHistory.${to}`]: now, updatedAt: now } },
       { session },
     );
     // The record's lease check in the same transaction normally fires first; this is the order's own fence.
     if (result.matchedCount !== 1) throw new LeaseLostError(fencedBy);
   }
+}
+
+/** A capture's or void's write matches only while its operation holds the order; the sweep's only while nobody does. */
+function actionGuard(recordId: string | null): QueryFilter<Order> {
+  return recordId ? { 'pendingAction.recordId': recordId } : { pendingAction: null };
 }

@@ -4,6 +4,26 @@ export type CaptureMode = 'automatic' | 'manual';
 
 export const CAPTURE_MODES: readonly CaptureMode[] = ['automatic', 'manual'];
 
+/** The operations after a manual-capture create that move the authorized money (order-payments.controller.ts). */
+export type PaymentActionKind = 'capture' | 'void';
+
+/**
+ * The capture or void that holds an authorized order right now: taken in the
+ * operation's claim transaction by one conditional update (state authorized,
+ * no other action), cleared in the transaction that finishes it. Whoever
+ * resumes the operation (a retry, the reaper) finds the order by `claimId`.
+ */
+export interface PendingPaymentAction {
+  kind: PaymentActionKind;
+  /** The idempotency record of the operation; its lease fences every write. */
+  recordId: string;
+  /** The attempt's claim: the provider key derives from it (`capture:<claimId>`, `void:<claimId>`). */
+  claimId: string;
+  /** Capture: the amount to take (the authorized amount unless the request named less). Void: the authorized amount. */
+  amountMinor: number;
+  startedAt: Date;
+}
+
 export interface OrderItem {
   sku: string;
   quantity: number;
@@ -38,6 +58,8 @@ export interface Order {
   refundableMinor: number;
   /** Manual capture: when the provider lets the authorization lapse; null otherwise. */
   authorizationExpiresAt: Date | null;
+  /** Manual capture: the capture or void in flight on this order, if any; null otherwise (and on orders stored before it existed: absent). */
+  pendingAction?: PendingPaymentAction | null;
   /** Token of the payment method; kept until the order is final, then removed. */
   paymentToken: string | null;
   state: OrderState;

@@ -5,16 +5,19 @@ import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
 import { OrderWorkflow } from './order-workflow.js';
+import { OrderPaymentsController } from './order-payments.controller.js';
 import { OrderRepository } from './order.repository.js';
+import { AuthorizationExpirySweep } from './payment-actions/authorization-expiry.sweep.js';
+import { OrderPaymentActions } from './payment-actions/order-payment-actions.js';
 import { OrdersController } from './orders.controller.js';
 import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
-  controllers: [OrdersController],
-  providers: [OrderRepository, OrderWorkflow, OrdersService],
-  exports: [OrdersService],
+  controllers: [OrdersController, OrderPaymentsController],
+  providers: [OrderRepository, OrderWorkflow, OrdersService, OrderPaymentActions, AuthorizationExpirySweep],
+  exports: [OrdersService, OrderRepository, OrderPaymentActions],
 })
 export class OrdersModule implements OnModuleInit {
   constructor(
@@ -26,7 +29,8 @@ export class OrdersModule implements OnModuleInit {
   onModuleInit(): void {
     this.reaper.register(CREATE_ORDER_OPERATION, async (lease) => {
       const order = await this.workflow.advance(lease, 'reconcile');
-      return order.state === 'saved' ? 'completed' : 'abandoned';
+      // Saved, or authorized (manual capture): the create's answer is stored.
+      return order.state === 'saved' || order.state === 'authorized' ? 'completed' : 'abandoned';
     });
   }
 }

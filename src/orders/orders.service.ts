@@ -76,7 +76,7 @@ export class OrdersService {
       currency: dto.currency,
       items: dto.items.map((item) => ({ sku: item.sku, quantity: item.quantity, unitPriceMinor: item.unitPriceMinor })),
       amountMinor,
-      capture: 'automatic',
+      capture: dto.capture ?? 'automatic',
       authorizedMinor: 0,
       capturedMinor: 0,
       refundedMinor: 0,

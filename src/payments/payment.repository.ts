@@ -18,6 +18,12 @@ export class PaymentRepository {
     }
   }
 
+  /** One conditional update on the payment's status; false when it was not in `from` (nothing written). */
+  async changeStatus(session: ClientSession, chargeKey: string, from: Payment['status'], set: Partial<Payment>): Promise<boolean> {
+    const result = await this.payments.updateOne({ chargeKey, status: from }, { $set: set }, { session });
+    return result.matchedCount === 1;
+  }
+
   findByChargeKey(session: ClientSession, chargeKey: string): Promise<Payment | null> {
     return this.payments.findOne({ chargeKey }).session(session).lean<Payment>().exec();
   }

@@ -1,4 +1,13 @@
-/** Our record of a successful charge (payments collection). */
+/**
+ * Where a payment stands: `succeeded` a charge (automatic capture);
+ * `authorized` money held (manual capture), then `captured`, `voided`, or
+ * `expired` (the authorization lapsed unused).
+ */
+export type PaymentStatus = 'succeeded' | 'authorized' | 'captured' | 'voided' | 'expired';
+
+export const PAYMENT_STATUSES: readonly PaymentStatus[] = ['succeeded', 'authorized', 'captured', 'voided', 'expired'];
+
+/** Our record of a charge or an authorization (payments collection). */
 export interface Payment {
   _id: string;
   tenant: string;
@@ -7,8 +16,17 @@ export interface Payment {
   providerChargeId: string;
   amountMinor: number;
   currency: string;
-  status: 'succeeded';
+  status: PaymentStatus;
+  /** Manual capture, once captured: what was taken (at most amountMinor). */
+  capturedMinor?: number;
+  /** Manual capture, once captured or voided: the provider's capture or void operation. */
+  providerOperationId?: string;
   createdAt: Date;
+}
+
+/** Our payment id of a provider charge or authorization: derived, so a resumed attempt writes the same one. */
+export function paymentIdFor(providerChargeId: string): string {
+  return `pay_${providerChargeId.replace(/^ch_/, '')}`;
 }
 
 /** The provider-side idempotency key of an order's charge: derived, never random. */

@@ -52,17 +52,24 @@ interface OperationDoc {
   _id: string;
   kind: 'capture' | 'void' | 'refund' | null;
   status: string;
+  id: string;
   chargeKey: string | null;
   amountMinor: number;
   currency: string;
 }
 
-/** Our refunds collection, as far as the checker reads it. */
+/** Our refunds collection. */
 interface RefundDoc {
   _id: string;
+  tenant: string;
   orderId: string;
-  state: string;
   amountMinor: number;
+  currency: string;
+  state: string;
+  failureReason: string | null;
+  providerKey: string;
+  providerRefundId: string | null;
+  idempotency: { recordId: string; attempt: number };
 }
 
 /** A payments document as stored: the service's Payment, with any status (the checker flags one it never writes). */
@@ -177,12 +184,14 @@ export async function findViolations(input: InvariantInput): Promise<string[]> {
     ...perRecord(store, now, tombstoneMs),
     ...afterTheCharge(store),
     ...money(store),
+    ...refunds(store, input),
     ...(input.requireSettled ? settled(store) : []),
   ];
 }
 
 /** The operation whose records, tombstones and orders perKey and perRecord check; refunds, captures and voids have their own. */
 const CREATE = 'orders.create';
+const REFUND_OPERATION = 'orders.refund';
 
 function perKey(store: Store, now: Date, tombstoneMs: number): string[] {
   const violations: string[] = [];
@@ -475,6 +484,101 @@ function money(store: Store): string[] {
       out.push(
         `${currency}: the provider holds ${charged} for answered orders, the clearing account ${cleared} (${inFlight} refunds in flight)`,
       );
+  }
+  return out;
+}
+
+/**
+ * Refunds against their orders, the ledger, the outbox, the provider and
+ * their keys' records: per order, sum(succeeded) = refundedMinor <= capturedMinor
+ * and refundableMinor = captured - succeeded - pending; per succeeded refund
+ * one reversal journal of its amount, one order.refunded event and one
+ * provider refund of its amount; no provider refund for a failed refund or
+ * for no refund; each refund's record in the matching status with the
+ * matching stored answer; at most one live refund per key record.
+ */
+function refunds(store: Store, input: InvariantInput): string[] {
+  const out: string[] = [];
+  const refundsByOrder = groupBy(store.refunds, (refund) => refund.orderId);
+  const entriesByJournal = groupBy(store.entries, (entry) => entry.journalId);
+  const providerByKey = new Map(
+    store.operations.filter((operation) => operation.kind === 'refund').map((operation) => [operation._id, operation]),
+  );
+  const recordById = new Map(store.records.map((record) => [record._id, record]));
+  const sum = (items: RefundDoc[]) => items.reduce((total, refund) => total + refund.amountMinor, 0);
+  for (const order of store.orders) {
+    const own = refundsByOrder.get(order._id) ?? [];
+    const succeeded = sum(own.filter((refund) => refund.state === 'succeeded'));
+    const pending = sum(own.filter((refund) => refund.state === 'pending'));
+    const captured = order.capturedMinor ?? 0;
+    const refunded = order.refundedMinor ?? 0;
+    const where = `order ${order._id}`;
+    if (refunded !== succeeded) out.push(`${where}: refundedMinor ${refunded}, its succeeded refunds sum to ${succeeded}`);
+    if (refunded > captured) out.push(`${where}: refunded ${refunded} of ${captured} captured`);
+    if (own.length > 0 && (order.refundableMinor ?? 0) !== captured - succeeded - pending)
+      out.push(`${where}: refundableMinor ${order.refundableMinor}, captured ${captured} - succeeded ${succeeded} - pending ${pending}`);
+    const state = refunded === 0 ? null : refunded === captured ? 'refunded' : 'partially_refunded';
+    if (state && order.state !== state) out.push(`${where}: ${order.state} after refunds of ${refunded} of ${captured}`);
+  }
+  const orderIds = new Set(store.orders.map((order) => order._id));
+  for (const refund of store.refunds) {
+    const where = `refund ${refund._id}`;
+    if (!orderIds.has(refund.orderId)) out.push(`${where}: no order ${refund.orderId}`);
+    const journal = entriesByJournal.get(`jrn_${refund._id}`) ?? [];
+    const events = store.events.filter((event) => event._id === `evt_${refund._id}_refunded`);
+    const provider = providerByKey.get(refund.providerKey);
+    if (refund.state === 'succeeded') {
+      const line = (l: { account: string; direction: string; amountMinor: number }) => `${l.account}/${l.direction}/${l.amountMinor}`;
+      const expected = JSON.stringify(refundJournal(refund.amountMinor).map(line).sort());
+      if (JSON.stringify(journal.map(line).sort()) !== expected)
+        out.push(`${where}: its reversal journal is ${JSON.stringify(journal.map(line))}`);
+      if (journal.some((e) => e.orderId !== refund.orderId || e.currency !== refund.currency || e.tenant !== refund.tenant))
+        out.push(`${where}: its reversal is in another order, currency or tenant`);
+      if (events.length !== 1) out.push(`${where}: ${events.length} order.refunded events`);
+      if (!provider) out.push(`${where}: succeeded without a provider refund`);
+      else if (provider.amountMinor !== refund.amountMinor || provider.id !== refund.providerRefundId)
+        out.push(`${where}: the provider refunded ${provider.amountMinor} as ${provider.id}`);
+    } else {
+      if (journal.length || events.length) out.push(`${where}: ${refund.state} but has a reversal journal or event`);
+      if (refund.state === 'failed' && provider) out.push(`${where}: failed, but the provider refunded it`);
+    }
+    if (input.requireSettled && refund.state === 'pending') out.push(`${where}: still pending`);
+    const record = recordById.get(refund.idempotency.recordId);
+    if (!record) {
+      out.push(`${where}: its idempotency record ${refund.idempotency.recordId} is missing`);
+      continue;
+    }
+    if (record.operation !== REFUND_OPERATION) out.push(`${where}: its record is of ${record.operation}`);
+    // Only the record's current attempt is bound to this refund; earlier attempts' refunds are abandoned.
+    if (record.attempt !== refund.idempotency.attempt) {
+      if (refund.state !== 'failed' || refund.failureReason !== 'abandoned')
+        out.push(`${where}: ${refund.state} refund of attempt ${refund.idempotency.attempt}, its record is at ${record.attempt}`);
+      continue;
+    }
+    const status = { pending: 'pending', succeeded: 'complete', failed: 'failed' }[refund.state];
+    if (record.status !== status) out.push(`${where}: ${refund.state} beside its record ${record.status}`);
+    const stored = record.response?.status ?? null;
+    const expectedStored =
+      refund.state === 'succeeded'
+        ? 201
+        : refund.state === 'pending' || refund.failureReason === 'abandoned'
+          ? null
+          : refund.failureReason === 'declined'
+            ? 402
+            : 422;
+    if (stored !== 410 && stored !== expectedStored) out.push(`${where}: its record stores ${stored}, expected ${expectedStored}`);
+    if (stored === 201 && record.response?.headers?.location !== `/v1/orders/${refund.orderId}/refunds/${refund._id}`)
+      out.push(`${where}: its stored answer names ${record.response?.headers?.location}`);
+  }
+  const refundKeys = new Set(store.refunds.map((refund) => refund.providerKey));
+  for (const operation of store.operations.filter((operation) => operation.kind === 'refund')) {
+    if (!refundKeys.has(operation._id)) out.push(`provider refund ${operation._id}: no refund of ours`);
+  }
+  for (const record of store.records.filter((candidate) => candidate.operation === REFUND_OPERATION)) {
+    const live = store.refunds.filter((refund) => refund.idempotency.recordId === record._id && refund.failureReason !== 'abandoned');
+    if (live.length > 1) out.push(`record ${record._id}: ${live.length} refunds not abandoned`);
+    if (!store.refunds.some((refund) => refund.idempotency.recordId === record._id && refund.idempotency.attempt === record.attempt))
+      out.push(`record ${record._id}: no refund for its attempt ${record.attempt}`);
   }
   return out;
 }

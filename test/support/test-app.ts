@@ -103,6 +103,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
       'ledger_entries',
       'outbox_events',
       'erasures',
+      'refunds',
     ]) {
       await db.collection(name).deleteMany({});
     }

@@ -1,13 +1,16 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { CAPTURE_MODES, type CaptureMode } from '../order.js';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
   IsArray,
   IsDefined,
+  IsIn,
   IsInt,
   IsISO4217CurrencyCode,
   IsObject,
+  IsOptional,
   IsString,
   Length,
   Matches,
@@ -73,4 +76,14 @@ export class CreateOrderDto {
   @ValidateNested()
   @Type(() => PaymentMethodDto)
   paymentMethod: PaymentMethodDto;
+
+  @ApiPropertyOptional({
+    enum: CAPTURE_MODES,
+    default: 'automatic',
+    description:
+      '`automatic`: charged at once (201 `saved`). `manual`: the provider only authorizes (201 `authorized`); POST /v1/orders/{id}/capture or /void follows before `authorizationExpiresAt`',
+  })
+  @IsOptional()
+  @IsIn(CAPTURE_MODES)
+  capture?: CaptureMode;
 }

@@ -24,6 +24,19 @@ export const OrderSchema = new Schema<Order>(
     refundedMinor: { type: Number, default: 0 },
     refundableMinor: { type: Number, default: 0 },
     authorizationExpiresAt: { type: Date, default: null },
+    pendingAction: {
+      type: new Schema(
+        {
+          kind: { type: String, enum: ['capture', 'void'], required: true },
+          recordId: { type: String, required: true },
+          claimId: { type: String, required: true },
+          amountMinor: { type: Number, required: true },
+          startedAt: { type: Date, required: true },
+        },
+        { _id: false },
+      ),
+      default: null,
+    },
     paymentToken: { type: String, default: null },
     state: { type: String, enum: ORDER_STATES, required: true },
     stateHistory: { type: Schema.Types.Mixed, required: true },
@@ -47,3 +60,5 @@ OrderSchema.index({ tenant: 1, createdAt: -1, _id: -1 }, { name: 'tenant_created
 OrderSchema.index({ tenant: 1, customerId: 1 }, { name: 'tenant_customer' });
 // The authorizations the expiry sweep looks at: authorized orders by when they lapse.
 OrderSchema.index({ state: 1, authorizationExpiresAt: 1 }, { name: 'state_authorization_expiry' });
+// A capture or void found again by its attempt's claim (a retry, the reaper); sparse: only orders with one in flight.
+OrderSchema.index({ 'pendingAction.claimId': 1 }, { name: 'pending_action_claim', sparse: true });

@@ -1,5 +1,5 @@
 import { Schema } from 'mongoose';
-import type { Payment } from '../payment.js';
+import { PAYMENT_STATUSES, type Payment } from '../payment.js';
 
 export const PAYMENT_MODEL = 'Payment';
 
@@ -12,7 +12,9 @@ export const PaymentSchema = new Schema<Payment>(
     providerChargeId: { type: String, required: true },
     amountMinor: { type: Number, required: true },
     currency: { type: String, required: true },
-    status: { type: String, enum: ['succeeded'], required: true },
+    status: { type: String, enum: PAYMENT_STATUSES, required: true },
+    capturedMinor: { type: Number },
+    providerOperationId: { type: String },
     createdAt: { type: Date, required: true },
   },
   { collection: 'payments', versionKey: false, strict: 'throw' },
