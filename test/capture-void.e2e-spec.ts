@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import type { FaultPoint } from '../src/config/configuration.js';
 import { AuthorizationExpirySweep, expiryVoidKeyFor } from '../src/orders/payment-actions/authorization-expiry.sweep.js';
 import { OrderPaymentActions } from '../src/orders/payment-actions/order-payment-actions.js';
 import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
+import { manualCaptureViolations } from './support/manual-capture-invariants.js';
 import { responseCheck, type ResponseCheck } from './support/openapi-check.js';
 import { auth, orderBody, type TestApp } from './support/test-app.js';
 
@@ -34,6 +35,8 @@ describe('manual capture: authorize, then capture or void', () => {
     check = await responseCheck((await t.http().get('/docs/json').expect(200)).body as OpenAPIV3.Document);
   });
   beforeEach(async () => app.reset());
+  // Whatever each test did, the books agree with the provider: state, payment, journal, events, records.
+  afterEach(async () => expect(await manualCaptureViolations(t.db, t.simulatorDb)).toEqual([]));
   afterAll(async () => {
     app.gateway.releaseAll();
     await t.close();
@@ -412,6 +415,20 @@ describe('manual capture: authorize, then capture or void', () => {
     const ops = await providerOps();
     expect(ops).toHaveLength(4);
     expect(ops.every((op) => op.status === 'succeeded')).toBe(true);
+  });
+
+  it('the manual-capture checker does flag books that disagree with the provider', async () => {
+    const id = await authorizedOrder();
+    await capture(id, 'k-cap').expect(200);
+    const lines = await entries(id);
+    await t.db.collection('ledger_entries').deleteMany({ orderId: id });
+    await t.db.collection('orders').updateOne({ _id: id as never }, { $set: { capturedMinor: AMOUNT + 1 } });
+    const violations = await manualCaptureViolations(t.db, t.simulatorDb);
+    expect(violations.join('\n')).toMatch(/journal \[\]/);
+    expect(violations.join('\n')).toMatch(/out of order/);
+    expect(violations.join('\n')).toMatch(/the provider captured 2500/);
+    await t.db.collection('ledger_entries').insertMany(lines);
+    await t.db.collection('orders').updateOne({ _id: id as never }, { $set: { capturedMinor: AMOUNT } });
   });
 
   it('voidByKey: the void without HTTP under its own key, replayed by key', async () => {

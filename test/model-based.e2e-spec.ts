@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { Collection } from 'mongodb';
 import type { ReconcileResult } from '../src/payments/payment-gateway.port.js';
+import { checkMoney, MoneyModel, moneyCommands } from './model/money-model.js';
 import { checkInvariants, commandArbitraries, Model, settle } from './model/protocol-model.js';
 import { ProtocolSystem } from './model/system.js';
 import { ControllableGateway } from './support/controllable-gateway.js';
@@ -148,5 +149,47 @@ describe('the model-based run finds a planted defect', () => {
     await control.reset();
     await fc.asyncModelRun(() => ({ model, real: control }), withInvariants(counterexample!));
     await settle(model, control);
+  }, 600_000);
+});
+
+/**
+ * The money after the charge (issue 24): refunds, captures, voids and cancels
+ * by key on the same two apps, every reply predicted and the money checked
+ * against the provider after every command (test/model/money-model.ts).
+ */
+/** Commands run per kind over the whole property (printed: a kind that never runs tests nothing). */
+const moneyStats = new Map<string, number>();
+const MONEY_RUNS = Number(process.env.MODEL_MONEY_RUNS ?? Math.ceil(MODEL_RUNS / 3));
+
+describe('model-based test of refunds, capture, void and cancel by key', () => {
+  let system: ProtocolSystem;
+
+  beforeAll(async () => {
+    system = await ProtocolSystem.start('test_model_money');
+  });
+  afterAll(async () => system.close());
+
+  it(`holds every money invariant over ${MONEY_RUNS} random runs of up to ${MAX_COMMANDS} commands`, async () => {
+    const started = Date.now();
+    const property = fc.asyncProperty(fc.commands(moneyCommands(), { maxCommands: MAX_COMMANDS, size: 'max' }), async (commands) => {
+      const model = new MoneyModel();
+      await system.reset();
+      const checked = [...commands].map((command) => ({
+        check: (m: Readonly<MoneyModel>) => command.check(m),
+        run: async (m: MoneyModel, real: ProtocolSystem) => {
+          const name = command.toString().replace(/\(.*/, '');
+          moneyStats.set(name, (moneyStats.get(name) ?? 0) + 1);
+          await command.run(m, real);
+          await checkMoney(m, real, false);
+        },
+        toString: () => command.toString(),
+      }));
+      await fc.asyncModelRun(() => ({ model, real: system }), checked);
+    });
+    await fc.assert(property, { numRuns: MONEY_RUNS, verbose: 1, ...replayOptions() });
+    const ran = [...moneyStats].map(([name, count]) => `${name} ${count}`).join(', ');
+    process.stdout.write(
+      `model-based (money): ${MONEY_RUNS} runs in ${((Date.now() - started) / 1000).toFixed(1)} s; commands run: ${ran}\n`,
+    );
   }, 600_000);
 });

@@ -147,6 +147,27 @@ export class ProtocolSystem {
     };
   }
 
+  /** Any request, keyed or not (the money operations after a create); the reply as send() gives it. */
+  async request(instance: number, method: 'get' | 'post', path: string, options: { key?: string; body?: object } = {}): Promise<Reply> {
+    this.inFlight++;
+    let res: Awaited<ReturnType<ReturnType<TestApp['http']>['post']>>;
+    try {
+      let req = this.instances[instance].t.http()[method](path).set(auth());
+      if (options.key !== undefined) req = req.set('Idempotency-Key', options.key);
+      res = await (method === 'post' ? req.send(options.body ?? {}) : req);
+    } finally {
+      this.inFlight--;
+    }
+    const header = (name: string) => (res.headers[name] as string | undefined) ?? undefined;
+    return {
+      status: res.status,
+      body: res.text,
+      replayed: res.headers['idempotent-replayed'] === 'true',
+      location: header('location'),
+      retryAfter: header('retry-after'),
+    };
+  }
+
   /** Non-zero series of the metrics the README says must stay 0, on every instance. */
   async mustStayZero(): Promise<string[]> {
     const found: string[] = [];
