@@ -11,6 +11,8 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { PrivacyModule } from './privacy/privacy.module.js';
 import { RefundsModule } from './refunds/refunds.module.js';
+import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({
   imports: [
@@ -26,6 +28,8 @@ import { RefundsModule } from './refunds/refunds.module.js';
     OrdersModule,
     PrivacyModule,
     RefundsModule,
+    WebhooksModule,
+    ReconciliationModule,
   ],
 })
 export class AppModule {}

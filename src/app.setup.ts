@@ -14,6 +14,7 @@ import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
 import { connectionsCheckingInterval, enforceRequestDeadline } from './http/request-deadline.js';
+import { isSignedRawBodyRoute } from './http/signed-raw-body.js';
 import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { setUpOpenApi } from './openapi.js';
@@ -93,7 +94,9 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
 function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
   const limits = { maxDepth: http.jsonMaxDepth, maxValues: http.jsonMaxValues };
   fastify.removeContentTypeParser(['application/json', 'text/plain']);
-  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: http.bodyLimitBytes }, (_request, body, done) => {
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: http.bodyLimitBytes }, (request, body, done) => {
+    // Verified over the exact text, then parsed by the handler: a stranger's body is never parsed here.
+    if (isSignedRawBodyRoute(request)) return done(null, body);
     try {
       done(null, parseJsonBody(body as string, limits));
     } catch (error) {
@@ -119,7 +122,7 @@ function refuseStrangersEarly(app: NestFastifyApplication): void {
     .addHook('onRequest', (request, reply, done) => {
       const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
       const unmatched = request.routeOptions.url === undefined;
-      if ((hasBody || unmatched) && !registry.authenticate(request.headers.authorization)) {
+      if ((hasBody || unmatched) && !isSignedRawBodyRoute(request) && !registry.authenticate(request.headers.authorization)) {
         sendProblem(reply, toProblemResponse(new UnauthorizedError(), logger));
         return;
       }

@@ -110,3 +110,90 @@ describe('records written before the package move (golden documents)', () => {
     expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(0);
   });
 });
+
+// Cancel by key (issue 24 item 3): the canceled record state, as the first
+// release that had it wrote it (test/fixtures/idempotency-golden-canceled-v1.json:
+// a never-run key, a declined order and an attempt stopped in flight, each
+// canceled through POST /v1/idempotency-keys/:key/cancel). Later releases
+// must keep refusing them, and keep answering a repeat of their cancel the same.
+const canceledGolden = EJSON.parse(readFileSync(new URL('./fixtures/idempotency-golden-canceled-v1.json', import.meta.url), 'utf8'), {
+  relaxed: false,
+}) as Golden;
+
+describe('canceled keys as the first release with cancels stored them (golden documents)', () => {
+  let t: TestApp;
+  let shiftMs: number;
+  const send = (key: string, body: object) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
+  const cancel = (key: string) => t.http().post(`/v1/idempotency-keys/${key}/cancel`).set(auth());
+  const answer = (name: string) =>
+    canceledGolden.answers[name] as {
+      status: number;
+      text?: string;
+      body?: Record<string, unknown>;
+      headers?: Record<string, string | null>;
+    };
+
+  beforeAll(async () => {
+    t = await startApp({ dbName: 'golden_canceled_test' });
+  });
+  beforeEach(async () => {
+    await t.reset();
+    shiftMs = Date.now() - canceledGolden.capturedAt.getTime();
+    for (const name of COLLECTIONS) await t.db.collection(name).deleteMany({});
+    for (const source of [golden, canceledGolden]) {
+      for (const name of COLLECTIONS) {
+        const sourceShiftMs = source === canceledGolden ? shiftMs : Date.now() - source.capturedAt.getTime();
+        const documents = shifted((source[name] ?? []) as Record<string, unknown>[], sourceShiftMs);
+        if (documents.length > 0) await t.db.collection(name).insertMany(documents as never[]);
+      }
+    }
+  });
+  afterAll(async () => t?.close());
+
+  it('refuses every request under them byte for byte (409 idempotency_key_canceled, the order in Location), running nothing', async () => {
+    for (const [key, name, body] of [
+      ['golden-canceled-never', 'refusedNever', saved],
+      ['golden-canceled-declined', 'refusedDeclined', declined],
+      ['golden-canceled-stopped', 'refusedStopped', orderBody({ customerId: 'cus_golden_other' })],
+    ] as const) {
+      const refused = await send(key, body);
+      expect([key, refused.status, refused.text]).toEqual([key, 409, answer(name).text]);
+      expect(refused.headers.location).toBe(answer(name).headers!.location ?? undefined);
+    }
+    expect(await t.db.collection('orders').countDocuments()).toBe(0);
+    expect(await t.simulatorDb.collection('charges').countDocuments()).toBe(0);
+  });
+
+  it('answers a repeat of their cancel as the first time, changing nothing', async () => {
+    const before = await t.db.collection('idempotency_records').find({}).sort({ _id: 1 }).toArray();
+    for (const [key, name] of [
+      ['golden-canceled-never', 'cancelNever'],
+      ['golden-canceled-declined', 'cancelDeclined'],
+      ['golden-canceled-stopped', 'cancelStopped'],
+    ] as const) {
+      const repeat = await cancel(key).expect(200);
+      const first = answer(name).body!;
+      expect(repeat.body).toEqual({ ...first, canceledAt: new Date(Date.parse(first.canceledAt as string) + shiftMs).toISOString() });
+    }
+    expect(await t.db.collection('idempotency_records').find({}).sort({ _id: 1 }).toArray()).toEqual(before);
+  });
+
+  it('shows them canceled in the key view, and the records written before cancels existed with no cancellation', async () => {
+    const canceled = await t.http().get('/v1/idempotency-keys/golden-canceled-stopped').set(auth()).expect(200);
+    expect(canceled.body.records).toEqual([
+      expect.objectContaining({ status: 'canceled', cancellation: expect.objectContaining({ outcome: 'canceled_before_charge' }) }),
+    ]);
+    expect(canceled.headers.location).toBe(answer('refusedStopped').headers!.location);
+    const old = await t.http().get('/v1/idempotency-keys/golden-saved').set(auth()).expect(200);
+    expect(old.body.records).toEqual([expect.objectContaining({ status: 'complete', cancellation: null })]);
+  });
+
+  it('cancels a record written before cancels existed: a declined key has nothing to undo, then refuses its own body', async () => {
+    const res = await cancel('golden-declined').expect(200);
+    expect(res.body).toMatchObject({ status: 'canceled', outcome: 'nothing_to_undo' });
+    const refused = await send('golden-declined', declined);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('idempotency_key_canceled');
+    expect(await t.db.collection('orders').countDocuments()).toBe(0);
+  });
+});

@@ -3,7 +3,10 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import { responseCheck, type ResponseCheck } from './support/openapi-check.js';
+import { DEV_WEBHOOK_SECRET } from '../src/config/configuration.js';
+import { chargeKeyFor } from '../src/payments/payment.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+import { deliver, eventFor, newWebhookSecret } from './support/webhooks.js';
 
 /**
  * The document at /docs/json is (a) valid OpenAPI by a standard validator and
@@ -56,8 +59,9 @@ describe('OpenAPI document', () => {
         if (!Object.keys(operation.responses).some((status) => status.startsWith('2')))
           gaps.push(`${method.toUpperCase()} ${path}: no success`);
         if (path.startsWith('/v1/')) {
-          for (const status of ['401', '429', '503'])
-            if (!operation.responses[status]) gaps.push(`${method.toUpperCase()} ${path}: no ${status}`);
+          // The provider's webhook door has no tenant, so no tenant rate limit: its 401 is the signature's.
+          const statuses = path === '/v1/webhooks/payments' ? ['401', '503'] : ['401', '429', '503'];
+          for (const status of statuses) if (!operation.responses[status]) gaps.push(`${method.toUpperCase()} ${path}: no ${status}`);
         }
       }
     }
@@ -136,6 +140,19 @@ describe('OpenAPI document', () => {
     );
   });
 
+  it('a cancel by key, the canceled key view and the 409 under a canceled key match their schemas', async () => {
+    const never = await t.http().post('/v1/idempotency-keys/k-cancel-never/cancel').set(auth()).expect(200);
+    expectDocumented(never, 'POST', '/v1/idempotency-keys/{key}/cancel');
+    await create('k-cancel-declined', orderBody({ paymentMethod: { token: 'tok_decline' } })).expect(402);
+    const declined = await t.http().post('/v1/idempotency-keys/k-cancel-declined/cancel').set(auth()).expect(200);
+    expect(declined.body).toMatchObject({ outcome: 'nothing_to_undo', orderId: expect.any(String) });
+    expectDocumented(declined, 'POST', '/v1/idempotency-keys/{key}/cancel');
+    const view = await t.http().get('/v1/idempotency-keys/k-cancel-declined').set(auth()).expect(200);
+    expect(view.body.records[0]).toMatchObject({ status: 'canceled', cancellation: { outcome: 'nothing_to_undo' } });
+    expectDocumented(view, 'GET', '/v1/idempotency-keys/{key}');
+    expectDocumented(await create('k-cancel-declined').expect(409), 'POST', '/v1/orders');
+  });
+
   it('an erasure, and the replay it turns into 410, match their schemas', async () => {
     await create('k-erase', orderBody({ customerId: 'cus_erase' })).expect(201);
     const erased = await t.http().delete('/v1/customers/cus_erase/data').set(auth()).expect(200);
@@ -162,6 +179,21 @@ describe('OpenAPI document', () => {
       t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-raw').set('Content-Type', contentType).send(body);
     expectDocumented(await raw('application/json', '{"customerId": ').expect(400), 'POST', '/v1/orders');
     expectDocumented(await raw('text/plain', 'hello').expect(415), 'POST', '/v1/orders');
+  });
+
+  it('an asynchronous order (202, its replay, processing) and a webhook delivery (200, 401, 400) match their schemas', async () => {
+    const accepted = await create('k-async', orderBody({ paymentMethod: { token: 'tok_async' } })).expect(202);
+    expectDocumented(accepted, 'POST', '/v1/orders');
+    expectDocumented(await create('k-async', orderBody({ paymentMethod: { token: 'tok_async' } })).expect(202), 'POST', '/v1/orders');
+    const processing = await t.http().get(`/v1/orders/${accepted.body.id}`).set(auth()).expect(200);
+    expect(processing.body.state).toBe('processing');
+    expectDocumented(processing, 'GET', '/v1/orders/{id}');
+    const event = await eventFor(t.simulatorDb, chargeKeyFor(accepted.body.id), 'charge.succeeded');
+    const delivered = await deliver(t, DEV_WEBHOOK_SECRET, event).expect(200);
+    expectDocumented(delivered, 'POST', '/v1/webhooks/payments');
+    expectDocumented(await deliver(t, DEV_WEBHOOK_SECRET, event).expect(200), 'POST', '/v1/webhooks/payments');
+    expectDocumented(await deliver(t, newWebhookSecret(), event).expect(401), 'POST', '/v1/webhooks/payments');
+    expectDocumented(await deliver(t, DEV_WEBHOOK_SECRET, event, { body: '[]' }).expect(400), 'POST', '/v1/webhooks/payments');
   });
 
   it('refunds: the 201, its replay, the list, one refund, and the refusals match the document', async () => {

@@ -54,6 +54,12 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   payment_operation_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // Nothing stored; the same key resumes the same order with the same charge key.
   payment_provider_unavailable: { status: 503, ...retrySameKey(2) },
+  // Cancel by key of an order whose money this deployment cannot give back yet (no refunds, no void): the key
+  // stays held (409 for creates), nothing given back; the same cancel finishes once it can.
+  cancel_undo_unavailable: { status: 501, retryable: false, reuseKey: false, newKeySafe: false },
+  // The refund that undoes a canceled key's order was refused (provider declined, or the refund's rules): the key
+  // stays held, nothing given back; a human looks at the order (the refund's own answer is in the problem).
+  cancel_refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
   // Refunds. Refused inside the claim transaction, which then aborts: nothing stored, the key unused.
   refund_exceeds_captured: { status: 422, ...REFUSED },
   order_not_refundable: { status: 409, ...REFUSED },
@@ -61,6 +67,13 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // Stored outcomes of the provider: a retry replays them; the failed refund exists, so a new key is another refund.
   refund_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
   refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
+  // Provider webhooks (no Idempotency-Key: the event id is the key). Refused before the inbox, nothing recorded;
+  // the same delivery would be refused again, so a provider should not retry it as it is.
+  webhook_signature_invalid: { status: 401, ...REFUSED },
+  webhook_timestamp_out_of_tolerance: { status: 401, ...REFUSED },
+  webhook_event_invalid: { status: 400, ...REFUSED },
+  // The order has not recorded its charge yet: deliver the same event again later.
+  webhook_not_ready: { status: 503, retryable: true, reuseKey: true, newKeySafe: false, retryAfterSeconds: 1 },
   // HTTP and framework refusals: the request never reached a handler
   not_found: { status: 404, ...REFUSED },
   method_not_allowed: { status: 405, ...REFUSED },

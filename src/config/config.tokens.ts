@@ -17,6 +17,8 @@ export const outboxConfig = registerAs('outbox', () => loadConfiguration(process
 export const paymentsConfig = registerAs('payments', () => loadConfiguration(process.env).payments);
 export const redisConfig = registerAs('redis', () => loadConfiguration(process.env).redis);
 export const metricsConfig = registerAs('metrics', () => loadConfiguration(process.env).metrics);
+export const webhooksConfig = registerAs('webhooks', () => loadConfiguration(process.env).webhooks);
+export const webhookDeliveryConfig = registerAs('webhookDelivery', () => loadConfiguration(process.env).webhookDelivery);
 
 export const allConfig = [
   appConfig,
@@ -29,6 +31,8 @@ export const allConfig = [
   paymentsConfig,
   redisConfig,
   metricsConfig,
+  webhooksConfig,
+  webhookDeliveryConfig,
 ];
 
 export type AppConfig = ConfigType<typeof appConfig>;
@@ -41,3 +45,5 @@ export type OutboxConfig = ConfigType<typeof outboxConfig>;
 export type PaymentsConfig = ConfigType<typeof paymentsConfig>;
 export type RedisConfig = ConfigType<typeof redisConfig>;
 export type MetricsConfig = ConfigType<typeof metricsConfig>;
+export type WebhooksConfig = ConfigType<typeof webhooksConfig>;
+export type WebhookDeliveryConfig = ConfigType<typeof webhookDeliveryConfig>;

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { plainToInstance } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
 /** Every FaultPoint (below), for FAULT_CRASH_AT's validation: a point the code has is a point the variable accepts. */
 export const FAULT_POINTS = [
@@ -276,6 +276,77 @@ class EnvironmentVariables {
   @Max(1000)
   AUTHORIZATION_SWEEP_BATCH_SIZE: number = 50;
 
+  // Secrets that verify provider webhooks (Standard Webhooks `whsec_<base64>`), comma separated: the current one and any
+  // still in rotation. Unset: the dev secret, only where the dev tenant is allowed.
+  @IsOptional()
+  @IsString()
+  WEBHOOK_SECRETS?: string;
+
+  // How far a webhook-timestamp may be from now; the library refuses past 5 minutes whatever this says.
+  @IsInt()
+  @Min(1)
+  @Max(300)
+  WEBHOOK_TOLERANCE_SECONDS: number = 300;
+
+  @IsInt()
+  @Min(256)
+  @Max(1048576)
+  WEBHOOK_BODY_LIMIT_BYTES: number = 65536;
+
+  // No order stays `processing` longer than this: past it the provider is asked by charge key (and a charge still
+  // processing is canceled there), whether or not a webhook ever arrived.
+  @IsInt()
+  @Min(1000)
+  @Max(604800000)
+  PROCESSING_BOUND_MS: number = 900000;
+
+  // How often the processing reconciliation looks for orders past the bound.
+  @IsInt()
+  @Min(100)
+  @Max(3600000)
+  PROCESSING_RECONCILE_INTERVAL_MS: number = 30000;
+
+  // The simulated provider's webhook deliveries: target URL (unset: no deliveries), then how a real provider misbehaves.
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http:// or https:// URL' })
+  PAYMENT_SIMULATOR_WEBHOOK_URL?: string;
+
+  // Secrets the simulator signs with (every one, one signature each); default WEBHOOK_SECRETS.
+  @IsOptional()
+  @IsString()
+  PAYMENT_SIMULATOR_WEBHOOK_SECRETS?: string;
+
+  @IsInt()
+  @Min(0)
+  @Max(600000)
+  PAYMENT_SIMULATOR_WEBHOOK_DELAY_MS: number = 50;
+
+  // Extra random delay per delivery, up to this: deliveries of different events overtake one another.
+  @IsInt()
+  @Min(0)
+  @Max(600000)
+  PAYMENT_SIMULATOR_WEBHOOK_JITTER_MS: number = 0;
+
+  @IsNumber()
+  @Min(0)
+  @Max(1)
+  PAYMENT_SIMULATOR_WEBHOOK_DUPLICATE_RATE: number = 0;
+
+  @IsNumber()
+  @Min(0)
+  @Max(1)
+  PAYMENT_SIMULATOR_WEBHOOK_LOSS_RATE: number = 0;
+
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  PAYMENT_SIMULATOR_WEBHOOK_MAX_ATTEMPTS: number = 8;
+
+  @IsInt()
+  @Min(1)
+  @Max(600000)
+  PAYMENT_SIMULATOR_WEBHOOK_BACKOFF_MS: number = 200;
+
   @IsBoolean()
   FAULT_INJECTION: boolean = false;
 
@@ -493,6 +564,30 @@ export interface PaymentsSettings {
   authorizationSweep: { intervalMs: number; batchSize: number };
 }
 
+/** Provider webhooks (POST /v1/webhooks/payments) and the bound on `processing` orders. */
+export interface WebhookSettings {
+  /** Every secret that verifies (Standard Webhooks `whsec_<base64>`): the current one and those still in rotation; none = every delivery refused. */
+  secrets: string[];
+  usingDevSecret: boolean;
+  toleranceSeconds: number;
+  bodyLimitBytes: number;
+  processingBoundMs: number;
+  reconcileIntervalMs: number;
+}
+
+/** How the simulated provider delivers its webhooks: at least once, late, twice, out of order, or never. */
+export interface WebhookDeliverySettings {
+  /** Unset: the simulator sends nothing. */
+  url?: string;
+  secrets: string[];
+  delayMs: number;
+  jitterMs: number;
+  duplicateRate: number;
+  lossRate: number;
+  maxAttempts: number;
+  backoffMs: number;
+}
+
 /** The optional Redis fast path in front of the idempotency records (never their store of record). */
 export interface RedisSettings {
   /** Unset: the fast path is off and every look-up goes to MongoDB. */
@@ -516,6 +611,8 @@ export interface Configuration {
   payments: PaymentsSettings;
   redis: RedisSettings;
   metrics: MetricsSettings;
+  webhooks: WebhookSettings;
+  webhookDelivery: WebhookDeliverySettings;
 }
 
 /** Documented in README and .env.example; only with the embedded store or NODE_ENV=test, refused with a real store even if set. */
@@ -523,6 +620,8 @@ export const DEV_TENANT = 'dev';
 export const DEV_API_SECRET = 'dev-secret-change-me';
 const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 'dev-only-idempotency-key');
 const DEV_DIGEST_KEY = Buffer.alloc(32, 'dev-only-privacy-digest-key');
+/** Documented in README: verifies (and the simulator signs) webhooks where the dev tenant is allowed. */
+export const DEV_WEBHOOK_SECRET = `whsec_${Buffer.alloc(24, 'dev-only-webhook-secret').toString('base64')}`;
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -597,6 +696,10 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   }
   const metrics = metricsSettings(env, devAllowed, host, problems);
   const duplicateGuard = duplicateGuardConfig(env.DUPLICATE_GUARD_WINDOW_SECONDS, env.DUPLICATE_GUARD_TENANTS, problems);
+  const webhookSecrets = parseWebhookSecrets('WEBHOOK_SECRETS', env.WEBHOOK_SECRETS, devAllowed ? undefined : realStore, problems);
+  const deliverySecrets = env.PAYMENT_SIMULATOR_WEBHOOK_SECRETS
+    ? parseWebhookSecrets('PAYMENT_SIMULATOR_WEBHOOK_SECRETS', env.PAYMENT_SIMULATOR_WEBHOOK_SECRETS, undefined, problems).secrets
+    : webhookSecrets.secrets;
   if (problems.length > 0) throw new ConfigurationError(problems);
 
   return {
@@ -676,7 +779,53 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       breakerResetMs: env.REDIS_BREAKER_RESET_MS,
     },
     metrics,
+    webhooks: {
+      secrets: webhookSecrets.secrets,
+      usingDevSecret: webhookSecrets.dev,
+      toleranceSeconds: env.WEBHOOK_TOLERANCE_SECONDS,
+      bodyLimitBytes: env.WEBHOOK_BODY_LIMIT_BYTES,
+      processingBoundMs: env.PROCESSING_BOUND_MS,
+      reconcileIntervalMs: env.PROCESSING_RECONCILE_INTERVAL_MS,
+    },
+    webhookDelivery: {
+      url: env.PAYMENT_SIMULATOR_WEBHOOK_URL,
+      secrets: deliverySecrets,
+      delayMs: env.PAYMENT_SIMULATOR_WEBHOOK_DELAY_MS,
+      jitterMs: env.PAYMENT_SIMULATOR_WEBHOOK_JITTER_MS,
+      duplicateRate: env.PAYMENT_SIMULATOR_WEBHOOK_DUPLICATE_RATE,
+      lossRate: env.PAYMENT_SIMULATOR_WEBHOOK_LOSS_RATE,
+      maxAttempts: env.PAYMENT_SIMULATOR_WEBHOOK_MAX_ATTEMPTS,
+      backoffMs: env.PAYMENT_SIMULATOR_WEBHOOK_BACKOFF_MS,
+    },
   };
+}
+
+/**
+ * WEBHOOK_SECRETS: comma-separated Standard Webhooks secrets (`whsec_` + base64 of 24 to 64 bytes), the newest first.
+ * Unset: the dev secret where dev defaults are allowed (`realStore` undefined); with a real store none - the
+ * webhook endpoint then refuses every delivery (401) until secrets are set, and deployments without
+ * asynchronous payments need not configure any.
+ */
+function parseWebhookSecrets(name: string, value: string | undefined, realStore: string | undefined, problems: string[]) {
+  if (!value) return realStore ? { secrets: [], dev: false } : { secrets: [DEV_WEBHOOK_SECRET], dev: true };
+  const secrets = value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  for (const secret of secrets) {
+    const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : '';
+    const bytes = Buffer.from(encoded, 'base64');
+    if (bytes.length < 24 || bytes.length > 64 || bytes.toString('base64') !== encoded) {
+      problems.push(`${name}: each secret must be whsec_ followed by 24 to 64 bytes in base64 (whsec_$(openssl rand -base64 32))`);
+      return { secrets: [DEV_WEBHOOK_SECRET], dev: true };
+    }
+    if (realStore && secret === DEV_WEBHOOK_SECRET) {
+      problems.push(`${name}: the published dev secret is refused when ${realStore}`);
+      return { secrets: [DEV_WEBHOOK_SECRET], dev: true };
+    }
+  }
+  if (secrets.length === 0) problems.push(`${name}: no secret found`);
+  return { secrets, dev: false };
 }
 
 /** Metrics are public on the API port only where dev defaults are (a laptop, a test); elsewhere a port of their own or a token. */

@@ -28,6 +28,23 @@ export class LedgerEntryRepository {
       .exec();
   }
 
+  /** Lines on one account posted in [from, to), every tenant (settlement reconciliation). */
+  findOnAccount(account: string, from: Date, to: Date): Promise<LedgerEntry[]> {
+    return this.entries
+      .find({ account, postedAt: { $gte: from, $lt: to } })
+      .sort({ postedAt: 1, _id: 1 })
+      .lean<LedgerEntry[]>()
+      .exec();
+  }
+
+  /** Lines on one account for these orders, whenever posted. */
+  findOnAccountForOrders(account: string, orderIds: string[]): Promise<LedgerEntry[]> {
+    return this.entries
+      .find({ account, orderId: { $in: orderIds } })
+      .lean<LedgerEntry[]>()
+      .exec();
+  }
+
   findForOrder(tenant: string, orderId: string): Promise<LedgerEntry[]> {
     return this.entries.find({ tenant, orderId }).sort({ journalId: 1, line: 1 }).lean<LedgerEntry[]>().exec();
   }

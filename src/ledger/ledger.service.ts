@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { contentDiff } from '../common/content-diff.js';
 import { DuplicateClaimError } from '@idempotent-orders/nest-idempotency';
-import { assertBalanced, type JournalLine } from './journal.js';
+import { ACCOUNTS, assertBalanced, type JournalLine } from './journal.js';
 import type { LedgerEntry } from './ledger-entry.js';
 import { LedgerEntryRepository } from './ledger-entry.repository.js';
 
@@ -70,6 +70,16 @@ export class LedgerService {
     const differs = journalDiff(existing, entries);
     if (differs) throw new DuplicateClaimError('journal', `journal ${posting.journalId}: ${differs}`);
     return 'adopted';
+  }
+
+  /** The provider clearing account's lines posted in [from, to) (settlement reconciliation). */
+  clearingEntries(from: Date, to: Date): Promise<LedgerEntry[]> {
+    return this.entries.findOnAccount(ACCOUNTS.providerClearing, from, to);
+  }
+
+  /** The provider clearing account's lines of these orders, whenever posted. */
+  clearingEntriesForOrders(orderIds: string[]): Promise<LedgerEntry[]> {
+    return orderIds.length === 0 ? Promise.resolve([]) : this.entries.findOnAccountForOrders(ACCOUNTS.providerClearing, orderIds);
   }
 
   entriesForOrder(tenant: string, orderId: string): Promise<LedgerEntry[]> {

@@ -83,6 +83,40 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly webhookEvents = new Counter({
+    name: 'webhook_events_total',
+    help: 'Provider webhook events received, by type (charge.* or other) and outcome (applied, ignored, unknown_type, duplicate)',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookRefused = new Counter({
+    name: 'webhook_refused_total',
+    help: 'Webhook deliveries refused before the inbox, by code (webhook_signature_invalid, webhook_timestamp_out_of_tolerance, ...)',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly processingReconciled = new Counter({
+    name: 'processing_orders_reconciled_total',
+    help: 'Orders past the processing bound settled by asking the provider, by result (succeeded, failed, canceled, error)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly settlementMismatches = new Gauge({
+    name: 'settlement_reconciliation_mismatches',
+    help: 'Mismatches between the ledger clearing account and the provider in the last settlement reconciliation, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly settlementLastRun = new Gauge({
+    name: 'settlement_reconciliation_last_run_timestamp_seconds',
+    help: 'When the settlement reconciliation last completed (Unix seconds)',
+    registers: [this.registry],
+  });
+
   readonly paymentOperations = new Counter({
     name: 'payment_operations_total',
     help: 'Captures, voids and refunds answered by the payment provider, by kind and outcome (succeeded, refused, canceled)',

@@ -37,9 +37,12 @@ type ChargeOutcome =
   /** Manual capture: the provider holds the amount; the create answers 201 `authorized`. */
   | { kind: 'authorized'; authorization: Authorization }
   | { kind: 'declined' }
+  /** Asynchronous method: the provider answers later; the create answers 202 `processing`. */
+  | { kind: 'processing' }
   | { kind: 'none' };
 
-export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned' } as const;
+/** `processing_expired`: an asynchronous charge that had no outcome past the processing bound, canceled at the provider. */
+export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned', processingExpired: 'processing_expired' } as const;
 
 /**
  * The one code path that moves an order to a final state, used by the first
@@ -83,6 +86,7 @@ export class OrderWorkflow {
     if (outcome.kind === 'none') return this.fail(order, lease, FAILURE.abandoned);
     if (outcome.kind === 'declined') return this.fail(order, lease, FAILURE.declined);
     if (outcome.kind === 'authorized') return this.authorize(order, lease, outcome.authorization);
+    if (outcome.kind === 'processing') return this.awaitProvider(order, lease);
     this.faults.crashIf('after-charge');
     const now = this.clock.now();
     const { charged, adopted } = await this.transactions.run(async (session) => {
@@ -114,10 +118,10 @@ export class OrderWorkflow {
           return { kind: 'authorized', authorization: found.authorization };
         case 'declined':
           return { kind: 'declined' };
+        case 'processing':
+          return { kind: 'processing' };
         case 'canceled':
           return { kind: 'none' };
-        default:
-          throw new Error(`Order ${order._id}: the provider holds a ${found.outcome} charge, which this workflow does not settle yet`);
       }
     }
     if (!order.paymentToken) throw new Error(`Order ${order._id} is pending without a payment token`);
@@ -140,12 +144,12 @@ export class OrderWorkflow {
         return { kind: 'charged', charge: result.charge };
       case 'declined':
         return { kind: 'declined' };
+      case 'processing':
+        return { kind: 'processing' };
       // Canceled: a reaper gave this charge key up for dead. Nothing was charged, so the attempt is
       // abandoned - under our lease if we still hold it; if not, the fenced write says so.
       case 'canceled':
         return { kind: 'none' };
-      default:
-        throw new Error(`Order ${order._id}: the provider answered ${result.outcome}, which this workflow does not settle yet`);
     }
   }
 
@@ -215,6 +219,23 @@ export class OrderWorkflow {
     return saved;
   }
 
+  /**
+   * The provider answers later (by webhook, or when the processing
+   * reconciliation asks): T1 moves the order to `processing` and completes
+   * the key with the 202, which a retry of the key replays. The outcome
+   * moves the order on through AsyncSettlement, outside any lease.
+   */
+  private async awaitProvider(pending: Order, lease: Lease): Promise<Order> {
+    const now = this.clock.now();
+    return this.transactions.run(async (session) => {
+      const order = await this.current(pending, session);
+      const processing: Order = { ...order, state: 'processing', stateHistory: { ...order.stateHistory, processing: now } };
+      await this.attempts.complete(session, lease, 'processing', responseFor(processing));
+      await this.orders.markProcessing(session, order, now);
+      return processing;
+    });
+  }
+
   /** Declined: stored and replayed (402). Abandoned: no response stored, a retry starts a new attempt. */
   private async fail(pending: Order, lease: Lease, reason: string): Promise<Order> {
     const now = this.clock.now();
@@ -256,6 +277,14 @@ export function responseFor(order: Order): IdempotentResponse {
   if (order.state === 'saved' || order.state === 'authorized') {
     return {
       status: 201,
+      headers: { 'content-type': 'application/json; charset=utf-8', location: `/v1/orders/${order._id}` },
+      body: JSON.stringify(orderView(order)),
+    };
+  }
+  if (order.state === 'processing') {
+    // Accepted, not done: the order's URL says how it ends (saved or failed) once the provider has answered.
+    return {
+      status: 202,
       headers: { 'content-type': 'application/json; charset=utf-8', location: `/v1/orders/${order._id}` },
       body: JSON.stringify(orderView(order)),
     };

@@ -83,6 +83,21 @@ export class OrderRepository {
     });
   }
 
+  /** The provider answers later (asynchronous method): the token stays until the outcome, like any unfinished order's. */
+  markProcessing(session: ClientSession, order: Order, now: Date): Promise<void> {
+    return this.transition(session, order, 'processing', now, {});
+  }
+
+  /** Orders waiting on their provider since before `before`, oldest first (the processing reconciliation). */
+  findProcessingSince(before: Date, limit: number): Promise<Order[]> {
+    return this.orders
+      .find({ state: 'processing', 'stateHistory.processing': { $lte: before } })
+      .sort({ 'stateHistory.processing': 1 })
+      .limit(limit)
+      .lean<Order[]>()
+      .exec();
+  }
+
   markSaved(session: ClientSession, order: Order, now: Date): Promise<void> {
     return this.transition(session, order, 'saved', now, { paymentToken: null });
   }

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
@@ -39,6 +39,20 @@ export class OrdersController {
         description: 'On a replay only: when the original answer was stored (HTTP date), so a replay is not taken for a new order',
         schema: { type: 'string' },
       },
+    },
+  })
+  @ApiAcceptedResponse({
+    type: OrderResponse,
+    description:
+      'An asynchronous payment method (3-D Secure, bank transfer): the order is `processing` until the provider answers by webhook; ' +
+      'poll the Location (GET /v1/orders/{id}) for `saved` or `failed`. A retry with the same key gets this 202 again, with `Idempotent-Replayed: true`.',
+    headers: {
+      Location: { description: '/v1/orders/{id}: where the outcome appears', schema: { type: 'string' } },
+      'Idempotent-Replayed': {
+        description: '`true` when this is a stored response sent again',
+        schema: { type: 'string', enum: ['true'] },
+      },
+      'Idempotency-Expires': { description: 'When the key stops being remembered (HTTP date)', schema: { type: 'string' } },
     },
   })
   @ApiProblemResponse(400, '`malformed_json`: the body is not JSON')

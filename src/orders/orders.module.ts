@@ -4,6 +4,8 @@ import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
+import { AsyncSettlement } from './async-settlement.js';
+import { OrderCancellation } from './order-cancellation.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { OrderPaymentsController } from './order-payments.controller.js';
 import { OrderRepository } from './order.repository.js';
@@ -16,8 +18,16 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
   controllers: [OrdersController, OrderPaymentsController],
-  providers: [OrderRepository, OrderWorkflow, OrdersService, OrderPaymentActions, AuthorizationExpirySweep],
-  exports: [OrdersService, OrderRepository, OrderPaymentActions],
+  providers: [
+    OrderRepository,
+    OrderWorkflow,
+    OrdersService,
+    OrderPaymentActions,
+    AuthorizationExpirySweep,
+    AsyncSettlement,
+    OrderCancellation,
+  ],
+  exports: [OrdersService, OrderRepository, OrderPaymentActions, AsyncSettlement],
 })
 export class OrdersModule implements OnModuleInit {
   constructor(
@@ -29,8 +39,8 @@ export class OrdersModule implements OnModuleInit {
   onModuleInit(): void {
     this.reaper.register(CREATE_ORDER_OPERATION, async (lease) => {
       const order = await this.workflow.advance(lease, 'reconcile');
-      // Saved, or authorized (manual capture): the create's answer is stored.
-      return order.state === 'saved' || order.state === 'authorized' ? 'completed' : 'abandoned';
+      // Saved, authorized (manual capture) or processing (asynchronous, the 202): the create's answer is stored.
+      return order.state === 'saved' || order.state === 'authorized' || order.state === 'processing' ? 'completed' : 'abandoned';
     });
   }
 }

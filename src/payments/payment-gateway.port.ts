@@ -41,6 +41,10 @@ export type ReconcileResult =
   | { outcome: 'declined'; reason: string }
   | { outcome: 'canceled' };
 
+/** An asynchronous charge asked about past our bound: its outcome, or canceled at the provider (it never settles now). */
+export type AsyncChargeResult =
+  { outcome: 'succeeded'; charge: Charge } | { outcome: 'declined'; reason: string } | { outcome: 'canceled' };
+
 /** The money movements after a charge, each under its own key. */
 export type OperationKind = 'capture' | 'void' | 'refund';
 
@@ -126,6 +130,12 @@ export abstract class PaymentGateway {
    * otherwise cancel the key atomically so nobody can charge under it later.
    */
   abstract chargeOrCancel(chargeKey: string): Promise<ReconcileResult>;
+  /**
+   * For an order waiting on an asynchronous charge past our bound (no
+   * webhook came): the charge's outcome, or - still processing - cancel it
+   * atomically at the provider, so the order can fail knowing no money moves.
+   */
+  abstract processingOrCancel(chargeKey: string): Promise<AsyncChargeResult>;
   abstract capture(request: CaptureRequest): Promise<OperationResult>;
   abstract void(request: VoidRequest): Promise<OperationResult>;
   abstract refund(request: RefundRequest): Promise<OperationResult>;

@@ -5,10 +5,11 @@ import { PaymentRepository } from './payment.repository.js';
 import { PaymentsService } from './payments.service.js';
 import { PaymentSchema, PAYMENT_MODEL } from './schemas/payment.schema.js';
 import { SimulatedPaymentGateway } from './simulated-payment.gateway.js';
+import { SimulatedWebhookSender } from './webhook-sender.js';
 
 @Module({
   imports: [MongooseModule.forFeature([{ name: PAYMENT_MODEL, schema: PaymentSchema }])],
-  providers: [PaymentRepository, PaymentsService, { provide: PaymentGateway, useClass: SimulatedPaymentGateway }],
-  exports: [PaymentsService, PaymentGateway],
+  providers: [PaymentRepository, PaymentsService, SimulatedWebhookSender, { provide: PaymentGateway, useClass: SimulatedPaymentGateway }],
+  exports: [PaymentsService, PaymentGateway, SimulatedWebhookSender],
 })
 export class PaymentsModule {}

@@ -6,10 +6,13 @@ import type { Connection } from 'mongoose';
 import { paymentsConfig, type PaymentsConfig } from '../config/config.tokens.js';
 import { isDuplicateKey } from '@idempotent-orders/nest-idempotency';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { chargeEvent, type ChargeFacts } from './webhook-events.js';
+import { SimulatedWebhookSender } from './webhook-sender.js';
 import {
   PaymentGateway,
   PaymentProviderUnavailableError,
   type Authorization,
+  type AsyncChargeResult,
   type AuthorizeResult,
   type CaptureRequest,
   type Charge,
@@ -61,6 +64,8 @@ interface ChargeDoc {
   paymentToken?: string;
   /** Authorizations only. */
   expiresAt?: Date;
+  /** Asynchronous charges: when the provider decided (succeeded, declined, or canceled by processingOrCancel). */
+  settledAt?: Date;
   /** What was taken: the amount of a charge, the capture of an authorization. */
   capturedMinor?: number;
   refundedMinor?: number;
@@ -101,6 +106,7 @@ export class SimulatedPaymentGateway extends PaymentGateway {
     @InjectConnection() connection: Connection,
     @Inject(paymentsConfig.KEY) private readonly config: PaymentsConfig,
     private readonly metrics: MetricsService,
+    private readonly webhooks: SimulatedWebhookSender,
   ) {
     super();
     const db = connection.useDb(config.simulatorDbName, { useCache: true });
@@ -116,6 +122,7 @@ export class SimulatedPaymentGateway extends PaymentGateway {
       case 'canceled':
         return { outcome: 'canceled' };
       case 'processing':
+        this.webhooks.send(chargeEvent('charge.processing', factsOf(stored), stored.createdAt));
         return { outcome: 'processing' };
       case 'declined':
         return { outcome: 'declined', reason: 'card_declined' };
@@ -171,9 +178,37 @@ export class SimulatedPaymentGateway extends PaymentGateway {
       const charge = await this.charges.findOne({ _id: chargeKey }, { readConcern: { level: 'majority' } });
       settled.capturedMinor = charge?.amountMinor;
     }
+    settled.settledAt = new Date();
     await this.charges.updateOne({ _id: chargeKey, status: 'processing' }, { $set: settled }, { writeConcern: MAJORITY });
     const stored = await this.charges.findOne({ _id: chargeKey }, { readConcern: { level: 'majority' } });
+    // Told by webhook, at least once: the same outcome is the same event (its id), however often it is sent.
+    if (stored?.status === 'succeeded' || stored?.status === 'declined') {
+      const type = stored.status === 'succeeded' ? 'charge.succeeded' : 'charge.failed';
+      this.webhooks.send(chargeEvent(type, factsOf(stored), stored.settledAt ?? new Date()));
+    }
     return stored?.status ?? null;
+  }
+
+  /**
+   * For an order past its processing bound: the outcome of the asynchronous
+   * charge under this key, canceling it first (atomically, at the provider)
+   * if it is still processing, so it can never settle afterwards.
+   */
+  async processingOrCancel(chargeKey: string): Promise<AsyncChargeResult> {
+    await sleep(this.config.simulatorLatencyMs);
+    try {
+      await this.charges.updateOne(
+        { _id: chargeKey, status: 'processing' },
+        { $set: { status: 'canceled', settledAt: new Date() } },
+        { writeConcern: MAJORITY },
+      );
+    } catch {
+      throw new PaymentProviderUnavailableError(this.config.retryAfterSeconds);
+    }
+    const stored = await this.readExisting(chargeKey);
+    if (stored.status === 'succeeded') return { outcome: 'succeeded', charge: toCharge(stored) };
+    if (stored.status === 'declined') return { outcome: 'declined', reason: 'card_declined' };
+    return { outcome: 'canceled' };
   }
 
   capture(request: CaptureRequest): Promise<OperationResult> {
@@ -379,6 +414,10 @@ function toAuthorization(doc: ChargeDoc): Authorization {
 }
 
 const randomId = () => randomUUID().replace(/-/g, '');
+
+function factsOf(doc: ChargeDoc): ChargeFacts {
+  return { chargeKey: doc._id, chargeId: doc.id, amountMinor: doc.amountMinor, currency: doc.currency };
+}
 
 function toCharge(doc: ChargeDoc): Charge {
   return { id: doc.id, chargeKey: doc._id, amountMinor: doc.amountMinor, currency: doc.currency, createdAt: doc.createdAt };

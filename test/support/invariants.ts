@@ -19,7 +19,7 @@ interface OrderDoc {
   failureReason: string | null;
   paymentId: string | null;
   idempotency: { recordId: string; attempt: number };
-  stateHistory?: { saved?: Date };
+  stateHistory?: { saved?: Date; processing?: Date };
   createdAt: Date;
 }
 
@@ -412,14 +412,19 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
     // Erasure: the stored answer is a 410 and the record names no subject.
     const erased = record.subject === null;
     if (!order) {
+      // Cancel by key of a key that never ran: a record born canceled, with no order.
+      if (record.status === 'canceled') continue;
       violations.push(`${where}: no order for its attempt ${record.attempt}`);
       continue;
     }
     const expected: Record<string, (o: OrderDoc) => boolean> = {
       pending: (o) => o.state === 'pending' || o.state === 'charged',
-      // What the create answered, and whatever later operations made of it since.
-      complete: (o) => o.state !== 'pending' && o.state !== 'charged' && o.state !== 'failed',
+      // What the create answered, and whatever later operations made of it since - an asynchronous
+      // payment's 202 included, whose order the provider's outcome may have failed since.
+      complete: (o) => o.state !== 'pending' && o.state !== 'charged' && (o.state !== 'failed' || o.stateHistory?.processing !== undefined),
       failed: (o) => o.state === 'failed',
+      // Canceled by key: whatever the create did, undone (refunded, voided) or stopped (failed), never still in flight.
+      canceled: (o) => o.state !== 'pending' && o.state !== 'charged',
     };
     if (!expected[record.status]?.(order)) violations.push(`${where}: ${record.status} beside its order ${order._id} ${order.state}`);
     if (record.status === 'pending' && response) violations.push(`${where}: pending with a stored answer`);
@@ -430,7 +435,8 @@ function perRecord(store: Store, now: Date, tombstoneMs: number): string[] {
       violations.push(`${where}: a declined order whose 402 was not stored`);
     if (response && response.status !== 410) {
       // A create answers 201 (saved or authorized) or 202 (processing), or its 402 is stored.
-      const statuses = record.status === 'complete' ? [201, 202] : [402];
+      // A canceled record keeps the answer it had (never replayed: the key answers 409).
+      const statuses = record.status === 'complete' ? [201, 202] : record.status === 'canceled' ? [201, 202, 402] : [402];
       if (!statuses.includes(response.status)) violations.push(`${where}: stored ${response.status} for a ${record.status} record`);
       const status = response.status;
       const location = response.headers?.location ?? null;

@@ -83,6 +83,24 @@ export class PossibleDuplicateError extends IdempotencyError {
   }
 }
 
+/**
+ * The key was canceled (IdempotencyCancellation): what it did was undone, or
+ * it never ran, and no request under it runs again, whatever the body.
+ * `location` names what the key created (the undone resource), when it did:
+ * header `Location` and problem member `location`.
+ */
+export class IdempotencyKeyCanceledError extends IdempotencyError {
+  readonly code = 'idempotency_key_canceled';
+  readonly status = 409;
+  constructor(readonly location: string | null = null) {
+    super('This Idempotency-Key was canceled; no request under it runs again. Use a new key for a new request.');
+    if (typeof location === 'string') {
+      this.extensions = { location };
+      this.headers = { location };
+    }
+  }
+}
+
 export class IdempotencyIntentInvalidError extends IdempotencyError {
   readonly code = 'idempotency_intent_invalid';
   readonly status = 400;
@@ -181,8 +199,8 @@ export class IdempotencyLeaseActiveError extends IdempotencyError {
 export class CacheInvalidationFailedError extends IdempotencyError {
   readonly code = 'cache_invalidation_failed';
   readonly status = 503;
-  constructor() {
-    super('The erasure was recorded, but cached responses could not be invalidated yet; retry the erasure.');
+  constructor(detail = 'The erasure was recorded, but cached responses could not be invalidated yet; retry the erasure.') {
+    super(typeof detail === 'string' ? detail : 'Cached responses could not be invalidated yet; retry.');
     this.retryAfterSeconds = 2;
   }
 }

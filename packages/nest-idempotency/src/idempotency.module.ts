@@ -17,6 +17,7 @@ import { SubjectDigests } from './protocol/ids.js';
 import { StoredResponses } from './protocol/stored-responses.js';
 import { LateRetries } from './protocol/tombstones.js';
 import { IdempotencyAdminService } from './recovery/admin.service.js';
+import { IdempotencyCancellation } from './protocol/cancellation.js';
 import { IdempotencyErasure } from './recovery/erasure.js';
 import { IdempotencyReaper } from './recovery/reaper.js';
 import { IdempotencyRecordRepository } from './store/record.repository.js';
@@ -52,6 +53,7 @@ const PUBLIC_PROVIDERS = [
   IdempotencyErasure,
   IdempotencyReaper,
   IdempotencyAdminService,
+  IdempotencyCancellation,
   SubjectDigests,
   TransactionRunner,
   IdempotencyKeyInterceptor,
@@ -84,6 +86,7 @@ const INTERNAL_PROVIDERS: Provider[] = [
   IdempotencyErasure,
   IdempotencyReaper,
   IdempotencyAdminService,
+  IdempotencyCancellation,
   InFlightWaiters,
   IdempotencyFastPath,
   IdempotencyKeyInterceptor,

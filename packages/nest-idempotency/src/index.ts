@@ -44,12 +44,23 @@ export { IdempotencyProblemFilter, idempotencyProblem } from './http/problem.fil
 // The protocol, with or without HTTP
 export { IdempotencyService } from './protocol/idempotency.service.js';
 export type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './protocol/work.js';
-export type { IdempotencyRecord, IdempotentResponse, Lease, RecordStatus } from './protocol/record.js';
+export type { IdempotencyRecord, IdempotentResponse, Lease, RecordCancellation, RecordStatus } from './protocol/record.js';
 export { IdempotencyAttempts } from './protocol/attempts.js';
 export { deriveClaimId, SubjectDigests, subjectDigest } from './protocol/ids.js';
 export { BodyNotCanonicalError } from './protocol/fingerprint.js';
 export { erasedResponse } from './protocol/stored-responses.js';
 export { IDEMPOTENCY_INTENT_HEADER, type DuplicateIntent } from './protocol/duplicate-guard.js';
+
+// Cancel by key: a consumer plugs its undo in (IdempotencyCancellation.register)
+export {
+  IdempotencyCancellation,
+  undoKeyFor,
+  type CancelSettlement,
+  type CancelSituation,
+  type CancelTarget,
+  type Canceler,
+  type CancellationView,
+} from './protocol/cancellation.js';
 
 // Recovery and erasure
 export { IdempotencyReaper, type ReaperDecision, type ReaperRun, type ReconcileDecision, type Reconciler } from './recovery/reaper.js';
@@ -88,6 +99,7 @@ export {
   CacheInvalidationFailedError,
   DuplicateClaimError,
   IdempotencyError,
+  IdempotencyKeyCanceledError,
   IdempotencyKeyInUseError,
   IdempotencyIntentInvalidError,
   IdempotencyKeyInvalidError,

@@ -32,6 +32,8 @@ export type IdempotencyOutcome =
   | 'in_flight_conflict'
   | 'subject_erased'
   | 'unguarded_store_down'
+  /** Refused: the key was canceled (409 idempotency_key_canceled). */
+  | 'key_canceled'
   | (string & {});
 
 /** States of the fast path's circuit breaker. */

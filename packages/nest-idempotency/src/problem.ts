@@ -69,6 +69,9 @@ export const IDEMPOTENCY_PROBLEM_GUIDANCE: Readonly<Record<string, ProblemGuidan
   // Nothing ran for this request, but a new key would not be safe either: only Idempotency-Intent: new means a second one.
   possible_duplicate: ANSWERED,
   idempotency_intent_invalid: REFUSED,
+  // The key was canceled (its effect undone, or it never ran): nothing runs under it again. Whether a new key is
+  // safe is the client's call - the cancel may have undone what the client wanted, or only a duplicate of it.
+  idempotency_key_canceled: ANSWERED,
 });
 
 const registered = new Map<string, ProblemGuidance>(Object.entries(IDEMPOTENCY_PROBLEM_GUIDANCE));
@@ -137,6 +140,7 @@ const TITLES: Record<number, string> = {
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
+  501: 'Not Implemented',
   503: 'Service Unavailable',
 };
 

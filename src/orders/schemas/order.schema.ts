@@ -62,3 +62,5 @@ OrderSchema.index({ tenant: 1, customerId: 1 }, { name: 'tenant_customer' });
 OrderSchema.index({ state: 1, authorizationExpiresAt: 1 }, { name: 'state_authorization_expiry' });
 // A capture or void found again by its attempt's claim (a retry, the reaper); sparse: only orders with one in flight.
 OrderSchema.index({ 'pendingAction.claimId': 1 }, { name: 'pending_action_claim', sparse: true });
+// Orders waiting on an asynchronous charge past the processing bound (the processing reconciliation).
+OrderSchema.index({ state: 1, 'stateHistory.processing': 1 }, { name: 'state_processing_since' });

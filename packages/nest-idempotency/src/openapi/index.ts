@@ -48,7 +48,9 @@ export function ApiIdempotent(options: ApiIdempotentOptions = {}) {
       description:
         '`idempotency_key_in_use`: a request with this key is still in flight; retry after `Retry-After` seconds. ' +
         '`idempotency_key_expired`: this key and body were answered before and the stored response is past retention; ' +
-        'the request is not repeated, `Location` names what the first one created (use a new key to repeat it)' +
+        'the request is not repeated, `Location` names what the first one created (use a new key to repeat it). ' +
+        '`idempotency_key_canceled`: the key was canceled (its effect undone, or it never ran); nothing runs under it again, ' +
+        'whatever the body; `Location` names what it had created, when it had' +
         (guard
           ? '. `possible_duplicate` (duplicate guard, when on for your account): the same body was sent under another key ' +
             'within the window; `Location` names its result, or `Retry-After` while it is still in flight; ' +
@@ -60,7 +62,8 @@ export function ApiIdempotent(options: ApiIdempotentOptions = {}) {
           schema: { type: 'integer' },
         },
         Location: {
-          description: 'With `idempotency_key_expired`: the resource the original request created, when it created one',
+          description:
+            'With `idempotency_key_expired` or `idempotency_key_canceled`: the resource the original request created, when it created one',
           schema: { type: 'string' },
         },
       },

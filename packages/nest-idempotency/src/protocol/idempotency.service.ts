@@ -11,6 +11,7 @@ import type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwn
 import {
   AttemptAbandonedError,
   DuplicateClaimError,
+  IdempotencyKeyCanceledError,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   LeaseLostError,
@@ -118,8 +119,11 @@ export class IdempotencyService {
       if (key.onStoreDown === 'open' && isStoreUnreachable(error)) return { replay: null };
       throw error;
     }
+    const decision = record ? decide(record, fingerprint, this.clock.now()) : null;
+    // A canceled key refuses every body, valid or not: nothing under it runs again.
+    if (record && decision === 'canceled') throw this.canceled(record, key);
     // A record the previous release erased matches any body, so one that fails validation must not get its answer.
-    if (record && !matchesAnyBody(record.fingerprint) && decide(record, fingerprint, this.clock.now()) === 'replay') {
+    if (record && !matchesAnyBody(record.fingerprint) && decision === 'replay') {
       this.count(key, 'replayed');
       return { replay: await this.replay(record, recordId) };
     }
@@ -239,6 +243,8 @@ export class IdempotencyService {
         return this.takeOver(record, request, work);
       case 'restart':
         return this.startOver(record, request, work, 'restarted');
+      case 'canceled':
+        throw this.canceled(record, request);
       case 'erased':
         this.count(request, 'replayed');
         return { response: erasedResponse(), replayed: true, keyExpiresAt: record.expiresAt, originalAt: answeredAt(record) };
@@ -341,6 +347,12 @@ export class IdempotencyService {
     const response = this.responses.open(record);
     await this.fastPath.remember(recordId, record);
     return { response, replayed: true, keyExpiresAt: record.expiresAt, originalAt: answeredAt(record) };
+  }
+
+  /** The 409 for a canceled key, naming what it created (the undone resource) when it did. */
+  private canceled(record: IdempotencyRecord, request: Pick<IdempotentRequest, 'operation'>): IdempotencyKeyCanceledError {
+    this.count(request, 'key_canceled');
+    return new IdempotencyKeyCanceledError(record.cancellation?.location ?? record.response?.headers?.['location'] ?? null);
   }
 
   private count(request: Pick<IdempotentRequest, 'operation'>, outcome: string): void {

@@ -92,4 +92,46 @@ describe('decide (what to do with a record found under the key)', () => {
   it('compares the fingerprint algorithm too', () => {
     expect(decide(record({}), { algorithm: 'sha256-cjson-v2', value: 'aaa' }, now)).toBe('mismatch');
   });
+
+  describe('a canceled key', () => {
+    const requested = { requestedAt: now, canceledAt: null, outcome: null, location: null, references: {}, stoppedInFlight: true };
+    const canceled = record({
+      status: 'canceled',
+      lease: null,
+      response: stored,
+      cancellation: { ...requested, canceledAt: now, outcome: 'refunded', location: '/v1/orders/ord_1' },
+    });
+    const other = { ...fingerprint, value: 'bbb' };
+
+    it('is refused for any body, never replayed, restarted or taken over', () => {
+      expect(decide(canceled, fingerprint, now)).toBe('canceled');
+      expect(decide(canceled, other, now)).toBe('canceled');
+      expect(decide(record({ status: 'canceled', lease: null, fingerprint: { algorithm: 'canceled', value: '' } }), other, now)).toBe(
+        'canceled',
+      );
+      expect(decide({ ...canceled, fingerprint: ERASED_FINGERPRINT, response: null }, other, now)).toBe('canceled');
+    });
+
+    it("is refused from the cancel's first write on, while its undo still runs (whatever the status under it)", () => {
+      expect(decide(record({ cancellation: requested }), fingerprint, now)).toBe('canceled');
+      expect(decide(record({ cancellation: requested, lease: { owner: 'c', lockedAt: now, expiresAt: later(-1) } }), other, now)).toBe(
+        'canceled',
+      );
+      expect(decide(record({ status: 'failed', lease: null, cancellation: requested }), fingerprint, now)).toBe('canceled');
+      expect(decide(record({ status: 'complete', lease: null, response: stored, cancellation: requested }), other, now)).toBe('canceled');
+    });
+
+    it('ends with its own retention (record TTL + tombstone period, set by the cancel): then a new request is new', () => {
+      expect(decide({ ...canceled, expiresAt: later(-1) }, fingerprint, now)).toBe('replace_expired');
+      // A record still pending under a cancel is never replaced, past any expiry.
+      expect(decide(record({ cancellation: requested, expiresAt: later(-1) }), fingerprint, now)).toBe('canceled');
+    });
+
+    it('records written before cancels existed (no cancellation field) decide as before', () => {
+      const legacy = record({ status: 'complete', lease: null, response: stored });
+      delete legacy.cancellation;
+      expect(decide(legacy, fingerprint, now)).toBe('replay');
+      expect(decide({ ...legacy, cancellation: null }, fingerprint, now)).toBe('replay');
+    });
+  });
 });

@@ -1,7 +1,12 @@
 import { type Fingerprint, isErasedFingerprint, matchesAnyBody, sameFingerprint } from './fingerprint.js';
 import { randomUUID } from 'node:crypto';
 
-export type RecordStatus = 'pending' | 'complete' | 'failed';
+/**
+ * `canceled`: the key was canceled (IdempotencyCancellation): whatever it
+ * did was undone, or it never ran, and no request under it ever runs again
+ * while the record lives (409 idempotency_key_canceled for any body).
+ */
+export type RecordStatus = 'pending' | 'complete' | 'failed' | 'canceled';
 
 export interface RecordLease {
   owner: string;
@@ -28,6 +33,26 @@ export interface StoredResponseDoc {
   headers: Record<string, string>;
   body: SealedBody;
   schemaVersion: number;
+}
+
+/**
+ * A cancel of the key (IdempotencyCancellation), written first when the
+ * cancel begins: from then on every request under the key is answered 409
+ * idempotency_key_canceled, even while the undo is still running, and the
+ * reaper leaves the record to the cancel (repeating the cancel finishes it).
+ */
+export interface RecordCancellation {
+  requestedAt: Date;
+  /** Set when the record became `canceled` (the undo done); null while the cancel runs. */
+  canceledAt: Date | null;
+  /** The consumer's word for what the cancel did (orders: never_run, canceled_before_charge, refunded, nothing_to_undo). */
+  outcome: string | null;
+  /** What the key created, if anything (the order), for the 409's Location. */
+  location: string | null;
+  /** Ids the consumer names its undo by (orders: orderId, refundId). */
+  references: Record<string, string>;
+  /** This cancel took the lease of an attempt in flight and stopped it. */
+  stoppedInFlight: boolean;
 }
 
 export interface RecordConflict {
@@ -64,6 +89,8 @@ export interface IdempotencyRecord {
    * the reaper leaves such a record alone (a release hands it over again).
    */
   conflict: RecordConflict | null;
+  /** Set by a cancel of the key (absent on records written before cancels existed, and on most). */
+  cancellation?: RecordCancellation | null;
   createdAt: Date;
   updatedAt: Date;
   /**
@@ -133,7 +160,9 @@ export type RecordDecision =
   /** Failed without a stored response (abandoned): start a new attempt. */
   | 'restart'
   /** Its data subject was erased and it has no stored response: answer 410, never run the request again. */
-  | 'erased';
+  | 'erased'
+  /** The key was canceled (or a cancel of it is running): 409 for any body, never a new attempt. */
+  | 'canceled';
 
 /**
  * What to do with a record found under the key. Unfinished work is never
@@ -142,6 +171,9 @@ export type RecordDecision =
  */
 export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now: Date): RecordDecision {
   const finished = record.status !== 'pending';
+  // Before the fingerprint: a canceled key refuses every body until its own retention (record TTL +
+  // tombstone period, set by the cancel) ends; then it is a finished record past retention like any other.
+  if (isCanceled(record)) return finished && record.expiresAt.getTime() <= now.getTime() ? 'replace_expired' : 'canceled';
   if (finished && record.expiresAt.getTime() <= now.getTime()) return 'replace_expired';
   // An erased record keeps a keyed fingerprint: another body gets 422 as before the erasure. Only
   // one the previous release erased kept none, and answers any body with its stored (410) answer.
@@ -151,4 +183,9 @@ export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now:
   if (finished) return isErasedFingerprint(record.fingerprint) ? 'erased' : 'restart';
   const leaseLive = record.lease !== null && record.lease.expiresAt.getTime() > now.getTime();
   return leaseLive ? 'in_flight' : 'take_over';
+}
+
+/** Canceled, or a cancel of it is under way: no request under the key runs again. */
+export function isCanceled(record: Pick<IdempotencyRecord, 'status' | 'cancellation'>): boolean {
+  return record.status === 'canceled' || !!record.cancellation;
 }

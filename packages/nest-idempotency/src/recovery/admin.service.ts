@@ -16,10 +16,18 @@ export function recordView(record: IdempotencyRecord) {
     recoveryPoint: record.recoveryPoint,
     lease: record.lease ? { lockedAt: record.lease.lockedAt, expiresAt: record.lease.expiresAt } : null,
     responseStatus: record.response?.status ?? null,
-    // What the key created: the stored response's Location (never its body).
-    location: record.response?.headers?.['location'] ?? null,
+    // What the key created: the stored response's Location (never its body), or what a cancel named.
+    location: record.response?.headers?.['location'] ?? record.cancellation?.location ?? null,
     // Why this attempt cannot finish on its own (a document it would write exists with other content).
     conflict: record.conflict ? { what: record.conflict.what, detail: record.conflict.detail, at: record.conflict.at } : null,
+    // A cancel of the key: requested (canceledAt null while its undo runs) or done, with what it did.
+    cancellation: record.cancellation
+      ? {
+          requestedAt: record.cancellation.requestedAt,
+          canceledAt: record.cancellation.canceledAt,
+          outcome: record.cancellation.outcome,
+        }
+      : null,
     createdAt: record.createdAt,
     expiresAt: record.expiresAt,
   };

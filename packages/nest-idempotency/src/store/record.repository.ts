@@ -5,7 +5,7 @@ import { isDuplicateKey } from './mongo-errors.js';
 import { deriveClaimId } from '../protocol/ids.js';
 import type { Fingerprint } from '../protocol/fingerprint.js';
 import { LeaseLostError } from '../errors.js';
-import type { IdempotencyRecord, Lease, RecordConflict, RecordLease, StoredResponseDoc } from '../protocol/record.js';
+import type { IdempotencyRecord, Lease, RecordCancellation, RecordConflict, RecordLease, StoredResponseDoc } from '../protocol/record.js';
 import { IDEMPOTENCY_RECORD_MODEL, modelToken } from './schemas.js';
 import type { FinishedKey } from '../protocol/tombstones.js';
 
@@ -282,6 +282,8 @@ export class IdempotencyRecordRepository {
         'lease.expiresAt': { $lte: now },
         operation: { $in: operations },
         conflict: null,
+        // A cancel of the key is under way: the cancel owns the record (repeating it finishes it), never the reaper.
+        cancellation: null,
         // Released after a transient failure: its client's retry resumes it until the window ends.
         // Both branches are ranges of reaper_window_scan: records inside their window are never read.
         $or: [{ 'lease.resumableUntil': null }, { 'lease.resumableUntil': { $lte: now } }],
@@ -304,6 +306,81 @@ export class IdempotencyRecordRepository {
       .lean<Pick<IdempotencyRecord, 'createdAt'>>()
       .exec();
     return oldest?.createdAt ?? null;
+  }
+
+  // Cancel by key (IdempotencyCancellation)
+
+  /** A key that never ran, canceled: a record born `canceled`, so no claim can ever insert its id. */
+  async insertCanceled(session: ClientSession, record: IdempotencyRecord): Promise<void> {
+    try {
+      await this.native.insertOne(record, { session });
+    } catch (error) {
+      if (isDuplicateKey(error)) throw new RecordRaceLostError(record._id);
+      throw error;
+    }
+  }
+
+  /**
+   * The cancel's first write, a compare-and-set on the record as read: from
+   * it on the key answers 409 idempotency_key_canceled. A pending record's
+   * lease is taken by force in the same write (`lease`): its worker is
+   * fenced by the lease check that is the first write of each of its
+   * transactions, and the cancel's canceler drives the attempt instead.
+   */
+  async requestCancel(
+    session: ClientSession,
+    old: IdempotencyRecord,
+    cancellation: RecordCancellation,
+    lease: RecordLease | null,
+  ): Promise<IdempotencyRecord> {
+    const filter: Record<string, unknown> = {
+      _id: old._id,
+      createdAt: old.createdAt,
+      attempt: old.attempt,
+      status: old.status,
+      cancellation: null,
+    };
+    if (old.status === 'pending') filter['lease.owner'] = old.lease?.owner ?? null;
+    const set: Record<string, unknown> = { cancellation, updatedAt: cancellation.requestedAt };
+    if (lease) set.lease = stored(lease);
+    const updated = await this.native.findOneAndUpdate(filter, { $set: set }, { session, returnDocument: 'after' });
+    if (!updated) throw new RecordRaceLostError(old._id);
+    return updated;
+  }
+
+  /**
+   * The cancel's last write: the record, final (its attempt finished or
+   * never begun) and marked by this cancel, becomes `canceled` and is kept
+   * until `retainUntil` (record TTL + tombstone period).
+   */
+  async finishCancel(
+    session: ClientSession,
+    old: IdempotencyRecord,
+    cancellation: RecordCancellation,
+    retainUntil: Date,
+  ): Promise<IdempotencyRecord> {
+    const updated = await this.native.findOneAndUpdate(
+      {
+        _id: old._id,
+        createdAt: old.createdAt,
+        attempt: old.attempt,
+        status: old.status,
+        'cancellation.requestedAt': old.cancellation?.requestedAt ?? null,
+      },
+      {
+        $set: {
+          status: 'canceled',
+          cancellation,
+          lease: null,
+          updatedAt: cancellation.canceledAt!,
+          expiresAt: retainUntil,
+          purgeAt: retainUntil,
+        },
+      },
+      { session, returnDocument: 'after', projection: { 'response.body': 0 } },
+    );
+    if (!updated) throw new RecordRaceLostError(old._id);
+    return updated;
   }
 }
 

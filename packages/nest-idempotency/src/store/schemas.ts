@@ -32,7 +32,7 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
     tenant: { type: String, required: true },
     operation: { type: String, required: true },
     clientKey: { type: String, required: true },
-    status: { type: String, enum: ['pending', 'complete', 'failed'], required: true },
+    status: { type: String, enum: ['pending', 'complete', 'failed', 'canceled'], required: true },
     fingerprint: {
       type: new Schema({ algorithm: String, value: String }, { _id: false }),
       required: true,
@@ -50,6 +50,21 @@ export const IdempotencyRecordSchema = new Schema<IdempotencyRecord>(
         { _id: false },
       ),
       default: null,
+    },
+    // A cancel of the key (IdempotencyCancellation); absent on records no cancel touched.
+    cancellation: {
+      type: new Schema(
+        {
+          requestedAt: { type: Date, required: true },
+          canceledAt: { type: Date, default: null },
+          outcome: { type: String, default: null },
+          location: { type: String, default: null },
+          references: { type: Schema.Types.Mixed, default: {} },
+          stoppedInFlight: { type: Boolean, default: false },
+        },
+        { _id: false, minimize: false },
+      ),
+      default: undefined,
     },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },

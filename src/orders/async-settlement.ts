@@ -1,0 +1,179 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
+import { TransactionRunner } from '@idempotent-orders/nest-idempotency';
+import { Clock } from '../common/clock.js';
+import { paidOrderJournal } from '../ledger/journal.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
+import { chargeKeyFor } from '../payments/payment.js';
+import { PaymentsService } from '../payments/payments.service.js';
+import { FAILURE, ORDER_COMPLETED_SCHEMA_VERSION } from './order-workflow.js';
+import { ORDER_ID_PATTERN, type Order } from './order.js';
+import { OrderRepository } from './order.repository.js';
+import { orderView } from './order.view.js';
+
+/** What the provider says became of an asynchronous charge (by webhook or when asked). */
+export type ProviderOutcome = { kind: 'succeeded'; charge: Charge } | { kind: 'failed'; reason: string } | { kind: 'processing' };
+
+/** Why an outcome changes nothing; recorded with the event that carried it. */
+export type IgnoredReason =
+  /** No order of ours has this charge key. */
+  | 'unknown_order'
+  /** The order already left `processing` (by another event, or by reconciliation): a late or repeated outcome. */
+  | 'already_final'
+  /** `processing` again: the order is where the event says, or past it. */
+  | 'no_change'
+  /** The provider reports an amount or currency other than the order's: left for a human, never applied. */
+  | 'amount_mismatch'
+  /** The order was settled with the other outcome: a provider inconsistency, left for a human. */
+  | 'conflicting_outcome';
+
+/**
+ * The decision for one outcome, made from reads only, so that the caller can
+ * make its own first write (the inbox row) before any effect:
+ *  - `settle`: the order is `processing` and the outcome moves it on;
+ *  - `ignore`: nothing to change (why: the reason);
+ *  - `not_ready`: the order is still `pending` - its own request has not
+ *    recorded the provider's `processing` answer yet; try again later.
+ */
+export type SettlementPlan =
+  | { action: 'settle'; order: Order; outcome: Exclude<ProviderOutcome, { kind: 'processing' }> }
+  | { action: 'ignore'; order: Order | null; reason: IgnoredReason }
+  | { action: 'not_ready'; order: Order };
+
+/** `charge:<order id>` (payments/payment.ts chargeKeyFor) back to the order id; null for a key not ours. */
+export function orderIdForChargeKey(chargeKey: string): string | null {
+  const orderId = chargeKey.startsWith('charge:') ? chargeKey.slice('charge:'.length) : '';
+  return ORDER_ID_PATTERN.test(orderId) ? orderId : null;
+}
+
+/**
+ * The order-side effect of an asynchronous charge's outcome, inside the
+ * caller's transaction (the webhook inbox's, or the processing
+ * reconciliation's):
+ *   processing -> charged -> saved: payment + balanced journal + outbox
+ *   `order.completed`, with the ids and content the synchronous path uses
+ *   (so either path adopts what the other wrote, never doubles it);
+ *   processing -> failed: the provider's reason.
+ * Every transition is a conditional update on the state read in this
+ * transaction (OrderRepository's fence): a concurrent settlement makes one
+ * of the two transactions fail and retry, and the retry sees the order final.
+ * The idempotency record keeps the 202 it completed with: a retry of the key
+ * replays it, and GET /v1/orders/:id shows where the order is now.
+ */
+@Injectable()
+export class AsyncSettlement {
+  private readonly logger = new Logger(AsyncSettlement.name);
+
+  constructor(
+    private readonly orders: OrderRepository,
+    private readonly payments: PaymentsService,
+    private readonly ledger: LedgerService,
+    private readonly outbox: OutboxService,
+    private readonly gateway: PaymentGateway,
+    private readonly transactions: TransactionRunner,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Settles a `processing` order by asking the provider instead of waiting
+   * for its webhook (the processing bound; a cancel by key): the charge's
+   * outcome, or - still processing - the charge canceled at the provider
+   * (processingOrCancel, between transactions), so the order fails knowing
+   * no money will move. Applied like a webhook's outcome; `skipped` when a
+   * webhook (or another instance) settled it meanwhile.
+   */
+  async resolveWithProvider(order: Order): Promise<'succeeded' | 'declined' | 'canceled' | 'skipped'> {
+    const chargeKey = chargeKeyFor(order._id);
+    const found = await this.gateway.processingOrCancel(chargeKey);
+    const outcome: ProviderOutcome =
+      found.outcome === 'succeeded'
+        ? { kind: 'succeeded', charge: found.charge }
+        : { kind: 'failed', reason: found.outcome === 'declined' ? FAILURE.declined : FAILURE.processingExpired };
+    const now = this.clock.now();
+    return this.transactions.run(async (session) => {
+      const plan = await this.plan(session, chargeKey, outcome);
+      if (plan.action !== 'settle') return 'skipped';
+      await this.apply(session, plan, now);
+      return found.outcome;
+    });
+  }
+
+  /** Orders in `processing` since before `before`, oldest first (for the processing reconciliation). */
+  overdue(before: Date, limit: number): Promise<Order[]> {
+    return this.orders.findProcessingSince(before, limit);
+  }
+
+  async plan(session: ClientSession, chargeKey: string, outcome: ProviderOutcome): Promise<SettlementPlan> {
+    const orderId = orderIdForChargeKey(chargeKey);
+    const order = orderId ? await this.orders.findById(orderId, session) : null;
+    if (!order) return { action: 'ignore', order: null, reason: 'unknown_order' };
+    if (outcome.kind === 'processing') return { action: 'ignore', order, reason: 'no_change' };
+    if (order.state === 'pending') return { action: 'not_ready', order };
+    if (order.state !== 'processing') {
+      const conflicting = (order.state === 'failed') !== (outcome.kind === 'failed');
+      if (conflicting)
+        this.logger.error({ msg: 'provider outcome conflicts with the settled order', orderId: order._id, state: order.state });
+      return { action: 'ignore', order, reason: conflicting ? 'conflicting_outcome' : 'already_final' };
+    }
+    if (outcome.kind === 'succeeded' && (outcome.charge.amountMinor !== order.amountMinor || outcome.charge.currency !== order.currency)) {
+      this.logger.error({ msg: 'provider charge differs from the order', orderId: order._id });
+      return { action: 'ignore', order, reason: 'amount_mismatch' };
+    }
+    return { action: 'settle', order, outcome };
+  }
+
+  /** The writes of a `settle` plan, in the caller's transaction; returns the order as it is now. */
+  async apply(session: ClientSession, plan: Extract<SettlementPlan, { action: 'settle' }>, now: Date): Promise<Order> {
+    const { order, outcome } = plan;
+    if (outcome.kind === 'failed') {
+      await this.orders.markFailed(session, order, outcome.reason, now);
+      return {
+        ...order,
+        state: 'failed',
+        failureReason: outcome.reason,
+        paymentToken: null,
+        stateHistory: { ...order.stateHistory, failed: now },
+      };
+    }
+    const { payment } = await this.payments.recordCharge(session, order.tenant, order._id, outcome.charge, now);
+    await this.orders.markCharged(session, order, payment._id, now);
+    // markCharged's amounts too: the event's payload is the order as saved.
+    const charged: Order = {
+      ...order,
+      state: 'charged',
+      paymentId: payment._id,
+      authorizedMinor: order.amountMinor,
+      capturedMinor: order.amountMinor,
+      refundableMinor: order.amountMinor,
+      stateHistory: { ...order.stateHistory, charged: now },
+    };
+    const saved: Order = { ...charged, state: 'saved', paymentToken: null, stateHistory: { ...charged.stateHistory, saved: now } };
+    await this.ledger.post(
+      {
+        tenant: order.tenant,
+        journalId: `jrn_${order._id}`,
+        orderId: order._id,
+        currency: order.currency,
+        lines: paidOrderJournal(order.amountMinor),
+        postedAt: now,
+      },
+      session,
+    );
+    await this.outbox.enqueue(
+      session,
+      {
+        id: `evt_${order._id}_completed`,
+        tenant: order.tenant,
+        type: 'order.completed',
+        aggregateId: order._id,
+        schemaVersion: ORDER_COMPLETED_SCHEMA_VERSION,
+        payload: orderView(saved),
+      },
+      now,
+    );
+    await this.orders.markSaved(session, charged, now);
+    return saved;
+  }
+}

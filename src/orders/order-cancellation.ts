@@ -1,0 +1,180 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import {
+  type CancelSettlement,
+  type CancelSituation,
+  type Canceler,
+  IdempotencyAdminService,
+  IdempotencyCancellation,
+  IdempotencyKeyNotFoundError,
+  type Lease,
+} from '@idempotent-orders/nest-idempotency';
+import { DomainError } from '../common/domain-error.js';
+import { REFUNDABLE_STATES } from './order-state.js';
+import { AsyncSettlement } from './async-settlement.js';
+import { OrderWorkflow } from './order-workflow.js';
+import { orderIdForClaim, type Order } from './order.js';
+import { OrderRepository } from './order.repository.js';
+import { OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
+import { CREATE_ORDER_OPERATION } from './orders.service.js';
+
+/**
+ * The refund a cancel makes of a charged order, keyed with the cancel's undo
+ * key so that it happens once: the shape of src/refunds'
+ * RefundsService.refundByKey, whose answer is the refund's stored answer
+ * (201 with the refund view; 402 refund_declined or 422 refund_refused).
+ */
+export interface KeyedRefunds {
+  refundByKey(
+    tenant: string,
+    orderId: string,
+    refundKey: string,
+    amountMinor: number,
+    reason: string,
+  ): Promise<{ response: { status: number; body: string } }>;
+}
+
+/**
+ * Where the cancel finds its refunds (src/refunds' RefundsService, looked up
+ * when a cancel needs one: the refunds module depends on orders, so orders
+ * cannot import it).
+ */
+export const KEYED_REFUNDS = Symbol('KEYED_REFUNDS');
+
+/** The reason the cancel's refund carries. */
+export const CANCEL_REFUND_REASON = 'key_canceled';
+
+/** A void refused because the authorization is gone already (lapsed, voided, or captured - then a refund's business). */
+const GONE_AUTHORIZATION = new Set(['authorization_expired', 'authorization_voided']);
+
+/** The refund operation of src/refunds (the cancel's refund key lives in its key space). */
+const REFUND_OPERATION = 'orders.refund';
+
+/**
+ * The key holds money this deployment cannot give back yet (a refund without
+ * the refunds module, a void without the capture module, a charge the
+ * provider is still processing): the key stays held by the cancel (every
+ * create under it is refused) and the same cancel finishes once it can.
+ */
+export class CancelUndoUnavailableError extends DomainError {
+  readonly code = 'cancel_undo_unavailable';
+  constructor(what: string) {
+    super(
+      `This key's order ${what}, which cannot be undone here yet: the key refuses new requests, but nothing was given back. Repeat the cancel once it can be.`,
+    );
+  }
+}
+
+/** The provider (or the refund's own rules) refused the cancel's refund: the key stays held, the refund's answer says why. */
+export class CancelRefundRefusedError extends DomainError {
+  readonly code = 'cancel_refund_refused';
+  constructor(status: number, refusal: string) {
+    super(
+      `The refund that undoes this key's order was refused (${status} ${refusal}); the key refuses new requests, nothing was given back.`,
+    );
+    this.extensions = { refundStatus: status, refundCode: refusal };
+  }
+}
+
+/**
+ * Cancel by key for `orders.create` (POST /v1/idempotency-keys/:key/cancel):
+ * an attempt in flight is reconciled exactly as the reaper does it (the
+ * provider's chargeOrCancel: the charge key is canceled unless a charge
+ * exists, which is then saved); a charge still processing at the provider
+ * is settled by asking it (canceled there if it is still processing); a
+ * charged order is refunded in full (what is left of it), an authorization
+ * voided, each under the cancel's undo key;
+ * a key that never ran, or ran to a declined card, has nothing to undo.
+ */
+@Injectable()
+export class OrderCancellation implements Canceler, OnModuleInit {
+  constructor(
+    private readonly cancellation: IdempotencyCancellation,
+    private readonly workflow: OrderWorkflow,
+    private readonly orders: OrderRepository,
+    private readonly settlement: AsyncSettlement,
+    private readonly actions: OrderPaymentActions,
+    private readonly admin: IdempotencyAdminService,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  onModuleInit(): void {
+    this.cancellation.register(CREATE_ORDER_OPERATION, this);
+  }
+
+  /** The same path as the reaper: never charges, cancels the charge key unless a charge exists. */
+  async stop(lease: Lease): Promise<void> {
+    await this.workflow.advance(lease, 'reconcile');
+  }
+
+  async settle(situation: CancelSituation): Promise<CancelSettlement> {
+    if (!situation.attempt) return { outcome: 'never_run' };
+    const { tenant, claimId, undoKey } = situation.attempt;
+    let order = await this.orders.findForTenant(tenant, orderIdForClaim(claimId));
+    if (!order) return { outcome: situation.state === 'answered' ? 'nothing_to_undo' : 'never_run' };
+    const found = { location: `/v1/orders/${order._id}`, references: { orderId: order._id } };
+    if (situation.state === 'never_run') return { outcome: 'never_run', ...found };
+    if (situation.state === 'stopped') return { outcome: 'canceled_before_charge', ...found };
+    // Money still moving at the provider (an asynchronous payment): its outcome now, or the charge canceled there.
+    if (order.state === 'processing') {
+      await this.settlement.resolveWithProvider(order);
+      order = (await this.orders.findForTenant(tenant, order._id)) ?? order;
+      if (order.state === 'failed') return { outcome: 'canceled_before_charge', ...found };
+    }
+    if (order.state === 'authorized' || (order.state === 'voided' && (await this.ownAnswer(tenant, undoKey, VOID_ORDER_OPERATION)))) {
+      const voided = await this.void(tenant, order, undoKey);
+      if (voided) return { outcome: 'voided', ...found };
+    }
+    if (REFUNDABLE_STATES.includes(order.state) || order.state === 'refunded') {
+      const refundId = await this.refund(tenant, order, undoKey);
+      if (refundId) return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId } };
+    }
+    // Still processing after the provider was asked: a webhook settled it meanwhile the other way; repeat the cancel.
+    if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
+    // A declined card (the stored 402), or money already given back (voided, expired, refunded by others): nothing to undo.
+    return { outcome: 'nothing_to_undo', ...found };
+  }
+
+  /**
+   * A full refund: what is left to refund of the order. A repeat of a cancel
+   * whose refund already went through (its record final before the cancel
+   * could finish) finds it by the undo key instead of refunding again.
+   * Null when other refunds had already given everything back.
+   */
+  private async refund(tenant: string, order: Order, undoKey: string): Promise<string | null> {
+    const earlier = await this.ownAnswer(tenant, undoKey, REFUND_OPERATION);
+    if (earlier?.location) return earlier.location.split('/').pop()!;
+    if (order.refundableMinor <= 0) return null;
+    const result = await this.refunds().refundByKey(tenant, order._id, undoKey, order.refundableMinor, CANCEL_REFUND_REASON);
+    const body = JSON.parse(result.response.body) as { id?: string; code?: string };
+    if (result.response.status !== 201 || !body.id) throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
+    return body.id;
+  }
+
+  /** The authorization voided under the undo key (a repeat replays the void's stored answer); false when it had lapsed or gone already. */
+  private async void(tenant: string, order: Order, undoKey: string): Promise<boolean> {
+    const result = await this.actions.voidByKey(tenant, order._id, undoKey);
+    if (result.response.status === 200) return true;
+    const body = JSON.parse(result.response.body) as { code?: string };
+    if (body.code && GONE_AUTHORIZATION.has(body.code)) return false;
+    throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
+  }
+
+  /** The stored answer of this cancel's own undo (a refund or a void under the undo key), if one finished. */
+  private async ownAnswer(tenant: string, undoKey: string, operation: string): Promise<{ location: string | null } | null> {
+    const view = await this.admin.describe(tenant, undoKey).catch((error: unknown) => {
+      if (error instanceof IdempotencyKeyNotFoundError) return null;
+      throw error;
+    });
+    const record = view?.records.find((candidate) => candidate.operation === operation && candidate.status === 'complete');
+    return record ? { location: record.location } : null;
+  }
+
+  private refunds(): KeyedRefunds {
+    try {
+      return this.moduleRef.get<KeyedRefunds>(KEYED_REFUNDS, { strict: false });
+    } catch {
+      throw new CancelUndoUnavailableError('was charged and needs a refund, and this deployment has no refunds');
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/** One charge as the provider's statement shows it: what it settled to us under a charge key, net of refunds. */
+export interface ProviderSettlement {
+  chargeKey: string;
+  chargeId: string;
+  netMinor: number;
+  currency: string;
+  at: Date;
+}
+
+/** The ledger's provider clearing account for one order: debits (settled to us) minus credits (refunded). */
+export interface LedgerClearing {
+  orderId: string;
+  netMinor: number;
+  currency: string;
+}
+
+export type MismatchKind = 'missing_in_ledger' | 'missing_at_provider' | 'amount_differs';
+export const MISMATCH_KINDS: readonly MismatchKind[] = ['missing_in_ledger', 'missing_at_provider', 'amount_differs'];
+
+export interface SettlementMismatch {
+  kind: MismatchKind;
+  chargeKey: string;
+  orderId: string;
+  ledgerMinor: number | null;
+  providerMinor: number | null;
+  ledgerCurrency: string | null;
+  providerCurrency: string | null;
+}
+
+export interface SettlementReport {
+  from: string;
+  to: string;
+  /** Charge keys compared (the provider's and the ledger's in the period, each looked up on the other side whenever it falls). */
+  compared: number;
+  matched: number;
+  mismatches: SettlementMismatch[];
+  counts: Record<MismatchKind, number>;
+}
+
+const chargeKeyOf = (orderId: string) => `charge:${orderId}`;
+const orderIdOf = (chargeKey: string) => chargeKey.replace(/^charge:/, '');
+
+/**
+ * Pure: both sides keyed by charge key (an order's charge key is
+ * `charge:<order id>`). A key with money on one side only is missing on the
+ * other; on both sides with another amount or currency, it differs. A zero
+ * net on both sides (charged and refunded in full) matches.
+ */
+export function compareSettlements(
+  period: { from: Date; to: Date },
+  provider: ProviderSettlement[],
+  ledger: LedgerClearing[],
+): SettlementReport {
+  const atProvider = new Map(provider.map((item) => [item.chargeKey, item]));
+  const inLedger = new Map(ledger.map((item) => [chargeKeyOf(item.orderId), item]));
+  const keys = [...new Set([...atProvider.keys(), ...inLedger.keys()])].sort();
+  const mismatches: SettlementMismatch[] = [];
+  for (const chargeKey of keys) {
+    const theirs = atProvider.get(chargeKey);
+    const ours = inLedger.get(chargeKey);
+    const providerMinor = theirs?.netMinor ?? 0;
+    const ledgerMinor = ours?.netMinor ?? 0;
+    let kind: MismatchKind | null = null;
+    if (providerMinor !== 0 && ledgerMinor === 0) kind = 'missing_in_ledger';
+    else if (ledgerMinor !== 0 && providerMinor === 0) kind = 'missing_at_provider';
+    else if (providerMinor !== ledgerMinor || (theirs && ours && theirs.currency !== ours.currency)) kind = 'amount_differs';
+    if (!kind) continue;
+    mismatches.push({
+      kind,
+      chargeKey,
+      orderId: orderIdOf(chargeKey),
+      ledgerMinor: ours ? ours.netMinor : null,
+      providerMinor: theirs ? theirs.netMinor : null,
+      ledgerCurrency: ours?.currency ?? null,
+      providerCurrency: theirs?.currency ?? null,
+    });
+  }
+  const counts = Object.fromEntries(MISMATCH_KINDS.map((kind) => [kind, mismatches.filter((m) => m.kind === kind).length])) as Record<
+    MismatchKind,
+    number
+  >;
+  return {
+    from: period.from.toISOString(),
+    to: period.to.toISOString(),
+    compared: keys.length,
+    matched: keys.length - mismatches.length,
+    mismatches,
+    counts,
+  };
+}
+
+/** Net clearing per order from journal lines on the clearing account. */
+export function netClearing(
+  lines: { orderId: string; direction: 'debit' | 'credit'; amountMinor: number; currency: string }[],
+): LedgerClearing[] {
+  const byOrder = new Map<string, LedgerClearing>();
+  for (const line of lines) {
+    const item = byOrder.get(line.orderId) ?? { orderId: line.orderId, netMinor: 0, currency: line.currency };
+    item.netMinor += line.direction === 'debit' ? line.amountMinor : -line.amountMinor;
+    if (item.currency !== line.currency) item.currency = `${item.currency}+${line.currency}`;
+    byOrder.set(line.orderId, item);
+  }
+  return [...byOrder.values()];
+}

@@ -1,0 +1,66 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
+import { Clock } from '../common/clock.js';
+import { reaperConfig, webhooksConfig, type ReaperConfig, type WebhooksConfig } from '../config/config.tokens.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { ProviderStatement } from './provider-statement.js';
+import { compareSettlements, MISMATCH_KINDS, netClearing, type SettlementReport } from './settlement-compare.js';
+
+/** The scheduled run covers this much, ending one processing bound ago (by then every settled charge is in the ledger). */
+export const SCHEDULED_WINDOW_MS = 24 * 3600 * 1000;
+const SCHEDULED_INTERVAL_MS = 3600 * 1000;
+
+/**
+ * Settlement reconciliation: the ledger's provider clearing account against
+ * the provider's statement for a period, every charge key on either side
+ * looked up on the other whenever it fell (a charge at 23:59 posted at
+ * 00:01 is not a mismatch). Reports every mismatch (missing in the ledger,
+ * missing at the provider, amount differs); the scheduled run also sets
+ * `settlement_reconciliation_mismatches{kind}`, which pages
+ * (ops/alerts.rules.yml, docs/runbooks/settlement-mismatch.md).
+ */
+@Injectable()
+export class SettlementReconciliation implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(SettlementReconciliation.name);
+  private readonly task = new PeriodicTask(() => this.runScheduled());
+
+  constructor(
+    private readonly ledger: LedgerService,
+    private readonly statement: ProviderStatement,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+    @Inject(webhooksConfig.KEY) private readonly webhooks: WebhooksConfig,
+    @Inject(reaperConfig.KEY) private readonly reaper: ReaperConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.reaper.enabled) this.task.start(SCHEDULED_INTERVAL_MS);
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.task.stop();
+  }
+
+  async run(from: Date, to: Date): Promise<SettlementReport> {
+    if (!(from.getTime() < to.getTime())) throw new RangeError('The period must end after it starts');
+    const [settled, posted] = await Promise.all([this.statement.settledBetween(from, to), this.ledger.clearingEntries(from, to)]);
+    const keys = new Set([...settled.map((item) => item.chargeKey), ...posted.map((line) => `charge:${line.orderId}`)]);
+    const orderIds = [...keys].map((key) => key.replace(/^charge:/, ''));
+    const [provider, lines] = await Promise.all([this.statement.settledForKeys([...keys]), this.ledger.clearingEntriesForOrders(orderIds)]);
+    return compareSettlements({ from, to }, provider, netClearing(lines));
+  }
+
+  /** One scheduled pass (also what the metric reflects). */
+  runScheduled(): Promise<SettlementReport> {
+    const to = new Date(this.clock.now().getTime() - this.webhooks.processingBoundMs);
+    return this.run(new Date(to.getTime() - SCHEDULED_WINDOW_MS), to).then((report) => {
+      for (const kind of MISMATCH_KINDS) this.metrics.settlementMismatches.set({ kind }, report.counts[kind]);
+      this.metrics.settlementLastRun.set(Date.now() / 1000);
+      if (report.mismatches.length > 0) {
+        this.logger.error({ msg: 'settlement mismatches', from: report.from, to: report.to, counts: report.counts });
+      }
+      return report;
+    });
+  }
+}
