@@ -12,6 +12,8 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded-mongo.js';
+import { chargeEvent } from '../src/payments/webhook-events.js';
+import { WebhookSigner } from '../src/payments/webhook-signer.js';
 import { header, runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
   computeRatios,
@@ -20,11 +22,13 @@ import {
   formatReport,
   measuringWindowSeconds,
   formatScenarioRow,
+  duplicateSchedule,
   hotOrderCheck,
   percentile,
   refundFigures,
   refundThroughputCheck,
   tallyRefundAnswer,
+  webhookFigures,
   ratioDefinitions,
   resultsFileName,
   runPassed,
@@ -44,7 +48,7 @@ import { cpuMeter } from './cpu.js';
 import { floorCreateLoop, startFloor } from './floor.js';
 import { formatFrames, topFrames, type CpuProfile } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
-import { BENCH_RATE_LIMITS, startService, type ServiceProcess } from './service.js';
+import { BENCH_RATE_LIMITS, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
 /** dist/bench/run.js -> the repository root. */
@@ -79,6 +83,12 @@ const REFUND_AMOUNT_MINOR = 5;
 /** The hot order's refunds are each this share of its captured amount: N of them oversubscribe it once N > 20. */
 const HOT_ORDER_SHARE = 20;
 const DEFAULT_HOT_ORDER_REFUNDS = 50;
+/** The webhook row: orders paid asynchronously (202, processing) until the provider's signed event settles them. */
+const ASYNC_ORDER_BODY = JSON.stringify({ ...(JSON.parse(ORDER_BODY) as object), paymentMethod: { token: 'tok_async' } });
+/** The services verify webhooks with this secret (WEBHOOK_SECRETS); the benchmark signs with it. */
+const WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 'bench-webhook-secret').toString('base64')}`;
+/** Every 5th delivery repeats an event just sent. */
+const WEBHOOK_DUPLICATE_SHARE = 0.2;
 const refundBody = (amountMinor: number) => JSON.stringify({ amountMinor, reason: 'requested_by_customer' });
 
 interface Settings {
@@ -103,9 +113,11 @@ interface Settings {
   refundOrders: number;
   /** --refund-burst: concurrent refunds on the hot order. */
   refundBurst: number;
+  /** --webhook-orders: asynchronous orders whose events the webhook row delivers. */
+  webhookOrders: number;
 }
 
-const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund'] as const;
+const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund', 'webhook'] as const;
 type ScenarioFamily = (typeof FAMILIES)[number];
 const REDIS_FAMILIES: ScenarioFamily[] = ['replay', 'mixed', 'hot-key'];
 
@@ -146,6 +158,7 @@ function readSettings(argv: string[]): Settings {
       compare: { type: 'string' },
       'refund-orders': { type: 'string' },
       'refund-burst': { type: 'string' },
+      'webhook-orders': { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -169,6 +182,7 @@ function readSettings(argv: string[]): Settings {
     compare: values.compare,
     refundOrders: Math.max(1, int(values['refund-orders'], quick ? 10 : 50, 'refund-orders')),
     refundBurst: Math.max(2, int(values['refund-burst'], DEFAULT_HOT_ORDER_REFUNDS, 'refund-burst')),
+    webhookOrders: Math.max(1, int(values['webhook-orders'], quick ? 40 : 200, 'webhook-orders')),
   };
 }
 
@@ -497,6 +511,8 @@ async function seedOrders(
   prefix: string,
   count: number,
   concurrency: number,
+  /** Another order body (the webhook row's asynchronous payment) and the status it answers. */
+  order: { body: string; status: number } = { body: ORDER_BODY, status: 201 },
 ): Promise<{ key: string; id: string }[]> {
   const seeded: { key: string; id: string }[] = [];
   const failures: string[] = [];
@@ -507,17 +523,17 @@ async function seedOrders(
       const response = await fetch(`${service.baseUrl}/v1/orders`, {
         method: 'POST',
         headers: { ...HEADERS, 'idempotency-key': key },
-        body: ORDER_BODY,
+        body: order.body,
       });
       const body = (await response.json()) as { id?: string };
-      if (response.status === 201 && body.id) seeded.push({ key, id: body.id });
+      if (response.status === order.status && body.id) seeded.push({ key, id: body.id });
       else failures.push(String(response.status));
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   if (failures.length > 0)
-    process.stderr.write(`  (seeding: ${failures.length} creates did not answer 201: ${[...new Set(failures)].join(', ')})\n`);
-  if (seeded.length === 0) throw new Error('seeding the replay scenario: no create answered 201');
+    process.stderr.write(`  (seeding: ${failures.length} creates did not answer ${order.status}: ${[...new Set(failures)].join(', ')})\n`);
+  if (seeded.length === 0) throw new Error(`seeding ${prefix}: no create answered ${order.status}`);
   return seeded.slice(0, count);
 }
 
@@ -662,7 +678,7 @@ async function refundThroughput(bench: Bench): Promise<ScenarioResult> {
     runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests: requests('run') }),
   );
   await drainRefunds(bench);
-  const observed = refundFigures(await store.refundOrderStates(ids), await store.refundsOf(ids), answers, REFUND_AMOUNT_MINOR);
+  const observed = await observeRefunds(bench, ids, answers, REFUND_AMOUNT_MINOR);
   await store.clean();
   return {
     ...scenario(scenarioId.refund(concurrency), `refund: keyed partial refunds over ${ids.length} orders`, concurrency, measured, null),
@@ -709,7 +725,7 @@ async function refundHotOrder(bench: Bench): Promise<ScenarioResult> {
   await drainRefunds(bench);
   const answers: RefundAnswers = { succeeded: 0, exceeded: 0, other: [] };
   for (const answer of answered) tallyRefundAnswer(answers, answer.status, answer.body);
-  const observed = refundFigures(await store.refundOrderStates([order.id]), await store.refundsOf([order.id]), answers, amount);
+  const observed = await observeRefunds(bench, [order.id], answers, amount);
   const statusCounts: Record<string, number> = {};
   for (const answer of answered) if (answer.status !== 0) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
   const latencies = answered.map((answer) => answer.ms);
@@ -732,9 +748,130 @@ async function refundHotOrder(bench: Bench): Promise<ScenarioResult> {
   };
 }
 
+/**
+ * 9. Webhook ingestion: K orders paid asynchronously (202, processing), then
+ * each charge's charge.succeeded event, signed as the provider signs it
+ * (Standard Webhooks, src/payments/webhook-signer.ts), delivered c at a time
+ * with every 5th delivery repeating an event sent just before (20%
+ * duplicates, some while the first delivery is still in flight). Events/s
+ * and p50/p99 of the deliveries; then the store: one payment, one journal,
+ * one order.completed per order, one inbox row per event.
+ */
+async function webhookIngestion(bench: Bench): Promise<ScenarioResult> {
+  const { store, settings, service } = bench;
+  const concurrency = bench.levels[0];
+  await store.clean();
+  const orders = await seedOrders(service, `${bench.runId}-webhook`, settings.webhookOrders, Math.min(4, concurrency), {
+    body: ASYNC_ORDER_BODY,
+    status: 202,
+  });
+  await settle(bench);
+  const events = new Map<string, { body: string; orderId: string }>();
+  for (const order of orders) {
+    const chargeKey = `charge:${order.id}`;
+    const charge = await store.charge(chargeKey);
+    if (!charge) throw new Error(`webhook scenario: no charge under ${chargeKey}`);
+    const event = chargeEvent(
+      'charge.succeeded',
+      { chargeKey, chargeId: charge.id, amountMinor: charge.amountMinor, currency: charge.currency },
+      new Date(),
+    );
+    events.set(event.id, {
+      orderId: order.id,
+      body: JSON.stringify({ type: event.type, timestamp: event.timestamp.toISOString(), data: event.data }),
+    });
+  }
+  const schedule = duplicateSchedule([...events.keys()], Math.round(1 / WEBHOOK_DUPLICATE_SHARE));
+  const signer = new WebhookSigner([WEBHOOK_SECRET]);
+  const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
+  const commands = storeMeter(service);
+  const answered: { status: number; ms: number }[] = [];
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < schedule.length) {
+      const id = schedule[next++];
+      const { body } = events.get(id)!;
+      const begin = performance.now();
+      try {
+        const response = await fetch(`${service.baseUrl}/v1/webhooks/payments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signer.sign(id, body, new Date()) },
+          body,
+        });
+        await response.arrayBuffer();
+        answered.push({ status: response.status, ms: performance.now() - begin });
+      } catch {
+        answered.push({ status: 0, ms: performance.now() - begin });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const durationSeconds = (performance.now() - started) / 1000;
+  await settle(bench);
+  const orderIds = orders.map((order) => order.id);
+  const effects = await store.webhookEffects(orderIds);
+  const figures = webhookFigures(schedule, effects.payments);
+  const statusCounts: Record<string, number> = {};
+  for (const answer of answered) if (answer.status !== 0) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
+  const errors = answered.filter((answer) => answer.status === 0).length;
+  const ok =
+    figures.duplicateEffects === 0 &&
+    effects.saved === orderIds.length &&
+    effects.inbox === figures.distinctEvents &&
+    effects.completedEvents === orderIds.length &&
+    errors === 0 &&
+    Object.keys(statusCounts).every((status) => status === '200');
+  const check: CheckResult = {
+    ok,
+    detail:
+      `${figures.duplicateEffects} duplicate effects; ${effects.saved} of ${orderIds.length} orders saved, ${effects.payments} payments, ` +
+      `${effects.completedEvents} order.completed, ${effects.inbox} inbox rows for ${figures.distinctEvents} events; ${statusSummary(statusCounts)}`,
+  };
+  const result: ScenarioResult = {
+    id: scenarioId.webhook(concurrency),
+    title: `webhooks: signed events, ${WEBHOOK_DUPLICATE_SHARE * 100}% duplicates`,
+    concurrency,
+    durationSeconds,
+    requests: answered.length,
+    reqPerSec: answered.length / durationSeconds,
+    p50Ms: percentile(
+      answered.map((a) => a.ms),
+      50,
+    ),
+    p99Ms: percentile(
+      answered.map((a) => a.ms),
+      99,
+    ),
+    errors,
+    non2xx: answered.filter((a) => a.status !== 0 && (a.status < 200 || a.status > 299)).length,
+    statusCounts,
+    cpuMsPerRequest: cpu.perRequest(answered.length),
+    ...commands(answered.length),
+    webhooks: figures,
+    check,
+  };
+  await store.clean();
+  return result;
+}
+
+/**
+ * The orders and their refunds, read one after the other: a refund that
+ * finishes between the two reads shows as an order out of step, so a
+ * mismatch is read again after a pause and only one that stays is reported.
+ */
+async function observeRefunds(bench: Bench, orderIds: string[], answers: RefundAnswers, amountMinor: number) {
+  const read = async () =>
+    refundFigures(await bench.store.refundOrderStates(orderIds), await bench.store.refundsOf(orderIds), answers, amountMinor);
+  const first = await read();
+  if (first.problems.length === 0) return first;
+  await sleep(2_000);
+  return read();
+}
+
 /** Until no refund is pending in the service (a load run's last requests still inside it). */
 async function drainRefunds(bench: Bench): Promise<void> {
-  if (!(await bench.store.quiesceRefunds(30_000)))
+  if (!(await bench.store.quiesceRefunds(30_000, 5_000)))
     process.stderr.write('  (note: refunds still pending 30 s after the load stopped; going on)\n');
 }
 
@@ -799,6 +936,7 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
     await timed(() => refundThroughput(bench));
     await timed(() => refundHotOrder(bench));
   }
+  if (wanted('webhook')) await timed(() => webhookIngestion(bench));
 }
 
 /** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */
@@ -864,6 +1002,7 @@ async function main(): Promise<number> {
       simulatorDbName: names.simulator,
       paymentLatencyMs: settings.paymentLatencyMs,
       apiKeys: `${TENANT}:${SECRET}`,
+      env: { WEBHOOK_SECRETS: WEBHOOK_SECRET },
     };
     const profileDir = join(ROOT, 'bench', 'profiles', resultsFileName(startedAt).replace(/\.json$/, ''));
     const profiled = (name: string) => (settings.profile ? { cpuProfileDir: join(profileDir, profileFolder(name)) } : {});

@@ -5,7 +5,7 @@ import type { OrderKeyState, RefundOrderState, StoredRefund } from './report.js'
 import { sleep } from './service.js';
 
 /** Everything the create path writes; emptied between scenarios (the emulator slows down as collections grow). */
-const SERVICE_COLLECTIONS = ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'refunds'];
+const SERVICE_COLLECTIONS = ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'refunds', 'webhook_inbox'];
 const SIMULATOR_COLLECTIONS = ['charges', 'operations'];
 
 /** The same settings as the service's transactions (src/database/transaction.runner.ts). */
@@ -110,6 +110,25 @@ export class BenchStore {
       .find({ orderId: { $in: [...orderIds] } }, { projection: { orderId: 1, state: 1, amountMinor: 1 } })
       .toArray();
     return refunds.map((refund) => ({ orderId: refund.orderId, state: refund.state, amountMinor: refund.amountMinor }));
+  }
+
+  /** The simulator's charge under a key (the webhook row builds its event from it). */
+  charge(chargeKey: string): Promise<{ _id: string; id: string; amountMinor: number; currency: string } | null> {
+    return this.simulatorDb
+      .collection<{ _id: string; id: string; amountMinor: number; currency: string }>('charges')
+      .findOne({ _id: chargeKey });
+  }
+
+  /** What webhook deliveries did to these orders: saved ones, payments, order.completed events, and the inbox's rows. */
+  async webhookEffects(orderIds: readonly string[]): Promise<{ saved: number; payments: number; completedEvents: number; inbox: number }> {
+    const ids = { $in: [...orderIds] };
+    const [saved, payments, completedEvents, inbox] = await Promise.all([
+      this.db.collection<{ _id: string }>('orders').countDocuments({ _id: ids, state: 'saved' }),
+      this.db.collection('payments').countDocuments({ orderId: ids }),
+      this.db.collection('outbox_events').countDocuments({ aggregateId: ids, type: 'order.completed' }),
+      this.db.collection('webhook_inbox').countDocuments({}),
+    ]);
+    return { saved, payments, completedEvents, inbox };
   }
 
   /** Until no refund is pending (requests still inside the service after a load run), or `timeoutMs`; false on the timeout. */
