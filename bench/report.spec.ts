@@ -4,6 +4,15 @@ import {
   computeRatios,
   findDuplicateOrders,
   formatRedisComparison,
+  formatRefundFigures,
+  formatWebhookFigures,
+  duplicateSchedule,
+  hotOrderCheck,
+  tallyRefundAnswer,
+  refundFigures,
+  refundStoreFigures,
+  refundThroughputCheck,
+  webhookFigures,
   formatReport,
   measuringWindowSeconds,
   parseResults,
@@ -333,5 +342,187 @@ describe('formatRedisComparison (--redis)', () => {
 
   it('prints nothing for a run without Redis', () => {
     expect(formatRedisComparison([row('replay-c4', 'replay', 4, 1000)])).toEqual([]);
+  });
+});
+
+describe('refund figures', () => {
+  const order = (id: string, capturedMinor: number, refundedMinor: number) => ({ id, capturedMinor, refundedMinor });
+  const succeeded = (orderId: string, amountMinor: number) => ({ orderId, state: 'succeeded', amountMinor });
+
+  it('sums the succeeded refunds per order from the store; names an over-refunded order and one out of step', () => {
+    const figures = refundStoreFigures(
+      [order('ord_a', 2500, 250), order('ord_b', 100, 150), order('ord_c', 100, 0)],
+      [
+        succeeded('ord_a', 125),
+        succeeded('ord_a', 125),
+        { orderId: 'ord_a', state: 'declined', amountMinor: 125 },
+        succeeded('ord_b', 75),
+        succeeded('ord_b', 75),
+        succeeded('ord_c', 10),
+        succeeded('ord_other', 999),
+      ],
+    );
+    expect(figures).toEqual({
+      storedSucceeded: 6,
+      succeededSumMinor: 250 + 150 + 10,
+      capturedMinor: 2700,
+      overRefundedOrders: 1,
+      mismatchedOrders: 1,
+      problems: ['ord_b: succeeded refunds 150 > captured 100', 'ord_c: refundedMinor 0 != succeeded refunds 10'],
+    });
+  });
+
+  it('hot order: 20 of 50 refunds of 125 succeed on 2500, 60% are 422, and the sum stays at the captured amount', () => {
+    const refunds = Array.from({ length: 20 }, () => succeeded('ord_hot', 125));
+    const answers = { succeeded: 20, exceeded: 30, other: [] };
+    const figures = refundFigures([order('ord_hot', 2500, 2500)], refunds, answers, 125);
+    expect(figures.figures).toMatchObject({
+      orders: 1,
+      succeeded: 20,
+      exceeded: 30,
+      exceededShare: 0.6,
+      succeededSumMinor: 2500,
+      capturedMinor: 2500,
+    });
+    expect(hotOrderCheck(figures, answers)).toEqual({
+      ok: true,
+      detail: 'succeeded sum 2500 <= captured 2500; 20 x 201, 30 x 422 (60%)',
+    });
+  });
+
+  it('hot order: fails an over-refund, a 422 while there was room, other answers, and 201s the store does not hold', () => {
+    const over = refundFigures(
+      [order('ord_hot', 2500, 2625)],
+      Array.from({ length: 21 }, () => succeeded('ord_hot', 125)),
+      {
+        succeeded: 21,
+        exceeded: 29,
+        other: [],
+      },
+      125,
+    );
+    expect(hotOrderCheck(over, { succeeded: 21, exceeded: 29, other: [] })).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining('ord_hot: succeeded refunds 2625 > captured 2500') as unknown as string,
+    });
+    const early = refundFigures(
+      [order('ord_hot', 2500, 1250)],
+      Array.from({ length: 10 }, () => succeeded('ord_hot', 125)),
+      {
+        succeeded: 10,
+        exceeded: 38,
+        other: ['409', '500 internal'],
+      },
+      125,
+    );
+    const check = hotOrderCheck(early, { succeeded: 10, exceeded: 38, other: ['409', '500 internal'] });
+    expect(check.ok).toBe(false);
+    expect(check.detail).toContain('1 x 409, 1 x 500 internal');
+    expect(check.detail).toContain('422 while the order still had room (1250 of 2500 refunded)');
+    const lost = refundFigures(
+      [order('ord_hot', 2500, 1250)],
+      Array.from({ length: 10 }, () => succeeded('ord_hot', 125)),
+      {
+        succeeded: 11,
+        exceeded: 0,
+        other: [],
+      },
+      125,
+    );
+    expect(hotOrderCheck(lost, { succeeded: 11, exceeded: 0, other: [] }).detail).toContain('11 answered 201, 10 succeeded in the store');
+  });
+
+  it('throughput: every refund 201 and held by the store (which may hold more: answers cut off at the end)', () => {
+    const orders = [order('ord_a', 2500, 15), order('ord_b', 2500, 10)];
+    const refunds = [succeeded('ord_a', 5), succeeded('ord_a', 5), succeeded('ord_a', 5), succeeded('ord_b', 5), succeeded('ord_b', 5)];
+    const answers = { succeeded: 4, exceeded: 0, other: [] };
+    expect(refundThroughputCheck(refundFigures(orders, refunds, answers, 5), answers)).toEqual({
+      ok: true,
+      detail: 'all 4 refunds 201; succeeded refunds sum 25 <= captured 5000 over 2 orders',
+    });
+    const bad = { succeeded: 6, exceeded: 1, other: ['409'] };
+    const detail = refundThroughputCheck(refundFigures(orders, refunds, bad, 5), bad).detail;
+    expect(detail).toContain('1 x 422 refund_exceeds_captured (the orders had room)');
+    expect(detail).toContain('1 x 409');
+    expect(detail).toContain('6 refunds answered 201, only 5 succeeded in the store');
+  });
+
+  it('prints the refund rows under the table and keeps them through the results file', () => {
+    const figures = refundFigures(
+      [order('ord_hot', 2500, 2500)],
+      Array.from({ length: 20 }, () => succeeded('ord_hot', 125)),
+      {
+        succeeded: 20,
+        exceeded: 30,
+        other: [],
+      },
+      125,
+    );
+    const stored = figures.figures;
+    const hot = row(scenarioId.refundHotOrder(50), 'hot order: 50 concurrent partial refunds', 50, 40, {
+      p99Ms: 812.5,
+      statusCounts: { '201': 20, '422': 30 },
+      refunds: stored,
+    });
+    expect(formatRefundFigures([hot, row('x', 'other', 1, 1)])).toEqual([
+      'Refunds (sums read from the store after the run):',
+      '  hot order: 50 concurrent partial refunds (c50)     20 x 201, 30 x 422 (60.0%), refunds of 125 over 1 order(s); p99 812.5 ms; ' +
+        'succeeded sum 2500 <= captured 2500; 0 over-refunded, 0 out of step',
+      '',
+    ]);
+    expect(formatRefundFigures([row('x', 'other', 1, 1)])).toEqual([]);
+    const results = { ...sampleResults(), scenarios: [...sampleScenarios(), hot] };
+    expect(parseResults(serializeResults(results))).toEqual(results);
+    expect(formatReport(results)).toContain('Refunds (sums read from the store after the run):');
+    expect(() => parseResults(serializeResults({ ...results, scenarios: [{ ...hot, refunds: { ...stored, exceeded: -1 } }] }))).toThrow(
+      '$.scenarios[0].refunds.exceeded must be a finite number >= 0',
+    );
+  });
+});
+
+describe('refund answers', () => {
+  it('tells a 201, a 422 refund_exceeds_captured and anything else (by status and code) apart', () => {
+    const answers = { succeeded: 0, exceeded: 0, other: [] as string[] };
+    tallyRefundAnswer(answers, 201, '{"id":"rfd_1"}');
+    tallyRefundAnswer(answers, 422, '{"code":"refund_exceeds_captured"}');
+    tallyRefundAnswer(answers, 422, '{"code":"idempotency_key_reused"}');
+    tallyRefundAnswer(answers, 409, 'not json');
+    tallyRefundAnswer(answers, 0, 'fetch failed');
+    expect(answers).toEqual({ succeeded: 1, exceeded: 1, other: ['422 idempotency_key_reused', '409', 'no answer'] });
+  });
+});
+
+describe('webhook figures', () => {
+  it('sends every event once and repeats a recent one every 5th delivery (20% duplicates)', () => {
+    const ids = Array.from({ length: 12 }, (_, i) => `evt_${i}`);
+    const schedule = duplicateSchedule(ids, 5);
+    expect(schedule.slice(0, 10)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_3', 'evt_4', 'evt_5', 'evt_6', 'evt_7', 'evt_6']);
+    expect(new Set(schedule)).toEqual(new Set(ids));
+    expect(schedule).toHaveLength(14);
+    expect(webhookFigures(schedule, 12)).toMatchObject({ sent: 14, duplicatesSent: 2, distinctEvents: 12, duplicateEffects: 0 });
+    expect(
+      duplicateSchedule(
+        Array.from({ length: 400 }, (_, i) => `e${i}`),
+        5,
+      ),
+    ).toHaveLength(499);
+    expect(duplicateSchedule([], 5)).toEqual([]);
+  });
+
+  it('counts duplicates sent and effects beyond one per distinct event', () => {
+    expect(webhookFigures(['evt_1', 'evt_2', 'evt_1', 'evt_3', 'evt_2'], 3)).toEqual({
+      sent: 5,
+      duplicatesSent: 2,
+      distinctEvents: 3,
+      effects: 3,
+      duplicateEffects: 0,
+    });
+    expect(webhookFigures(['evt_1', 'evt_1'], 2).duplicateEffects).toBe(1);
+    const hook = row(scenarioId.webhook(4), 'webhook ingestion, 20% duplicates', 4, 100, { webhooks: webhookFigures(['a', 'a', 'b'], 2) });
+    expect(formatWebhookFigures([hook])[1]).toBe(
+      '  webhook ingestion, 20% duplicates (c4)             3 events sent, 1 duplicates; 2 effects for 2 distinct events: 0 duplicate effects',
+    );
+    const results = { ...sampleResults(), scenarios: [hook] };
+    expect(parseResults(serializeResults(results))).toEqual(results);
   });
 });

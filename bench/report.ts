@@ -49,7 +49,42 @@ export interface ScenarioResult {
    * counted (and in files written before it was).
    */
   store?: StoreCounts | null;
+  /** The refund rows: what the answers and the store say about the refunds (absent elsewhere). */
+  refunds?: RefundFigures | null;
+  /** The webhook row: events sent, duplicates among them, and the effects counted in the store (absent elsewhere). */
+  webhooks?: WebhookFigures | null;
   check: CheckResult | null;
+}
+
+export interface RefundFigures {
+  /** Orders the refunds were spread over. */
+  orders: number;
+  /** Each refund's amount. */
+  amountMinor: number;
+  /** Refund answers: 201 (succeeded), 422 refund_exceeds_captured. */
+  succeeded: number;
+  exceeded: number;
+  /** exceeded / refund answers. */
+  exceededShare: number;
+  /** From the store: the refunds in state succeeded, their sum, and what those orders captured. */
+  storedSucceeded: number;
+  succeededSumMinor: number;
+  capturedMinor: number;
+  /** Orders whose succeeded refunds sum past their captured amount: the promise is 0. */
+  overRefundedOrders: number;
+  /** Orders whose refundedMinor is not the sum of their succeeded refunds. */
+  mismatchedOrders: number;
+}
+
+export interface WebhookFigures {
+  /** Events sent, and how many of them repeated an event id already sent. */
+  sent: number;
+  duplicatesSent: number;
+  /** Distinct event ids sent, and the effects the store shows (inbox entries, settled orders). */
+  distinctEvents: number;
+  effects: number;
+  /** Effects beyond one per distinct event: the promise is 0. */
+  duplicateEffects: number;
 }
 
 export interface StoreCounts {
@@ -122,6 +157,9 @@ export const scenarioId = {
   health: (concurrency: number) => `health-live-c${concurrency}`,
   healthLimitsOff: (concurrency: number) => `health-live-limits-off-c${concurrency}`,
   helloFloor: (concurrency: number) => `hello-floor-c${concurrency}`,
+  refund: (concurrency: number) => `refund-c${concurrency}`,
+  refundHotOrder: (refunds: number) => `refund-hot-order-n${refunds}`,
+  webhook: (concurrency: number) => `webhook-c${concurrency}`,
 };
 
 /**
@@ -224,6 +262,232 @@ export function findDuplicateOrders(orders: readonly OrderKeyState[]): { recordI
     live.set(order.recordId, (live.get(order.recordId) ?? 0) + 1);
   }
   return [...live.entries()].filter(([, count]) => count > 1).map(([recordId, liveOrders]) => ({ recordId, liveOrders }));
+}
+
+export interface RefundOrderState {
+  id: string;
+  capturedMinor: number;
+  refundedMinor: number;
+}
+
+export interface StoredRefund {
+  orderId: string;
+  state: string;
+  amountMinor: number;
+}
+
+/**
+ * What the store says about the refunds of `orders`, whatever the answers
+ * said: per order, the succeeded refunds must sum to at most the captured
+ * amount (never over-refunded) and to exactly the order's refundedMinor.
+ */
+export function refundStoreFigures(
+  orders: readonly RefundOrderState[],
+  refunds: readonly StoredRefund[],
+): Pick<RefundFigures, 'storedSucceeded' | 'succeededSumMinor' | 'capturedMinor' | 'overRefundedOrders' | 'mismatchedOrders'> & {
+  problems: string[];
+} {
+  const succeededBy = new Map<string, number>();
+  let storedSucceeded = 0;
+  for (const refund of refunds) {
+    if (refund.state !== 'succeeded') continue;
+    storedSucceeded++;
+    succeededBy.set(refund.orderId, (succeededBy.get(refund.orderId) ?? 0) + refund.amountMinor);
+  }
+  const problems: string[] = [];
+  let overRefundedOrders = 0;
+  let mismatchedOrders = 0;
+  for (const order of orders) {
+    const sum = succeededBy.get(order.id) ?? 0;
+    if (sum > order.capturedMinor) {
+      overRefundedOrders++;
+      problems.push(`${order.id}: succeeded refunds ${sum} > captured ${order.capturedMinor}`);
+    }
+    if (sum !== order.refundedMinor) {
+      mismatchedOrders++;
+      problems.push(`${order.id}: refundedMinor ${order.refundedMinor} != succeeded refunds ${sum}`);
+    }
+  }
+  return {
+    storedSucceeded,
+    succeededSumMinor: orders.reduce((total, order) => total + (succeededBy.get(order.id) ?? 0), 0),
+    capturedMinor: orders.reduce((total, order) => total + order.capturedMinor, 0),
+    overRefundedOrders,
+    mismatchedOrders,
+    problems,
+  };
+}
+
+/** What the refund answers were: 201s, 422 refund_exceeds_captured, anything else (named in the check). */
+export interface RefundAnswers {
+  succeeded: number;
+  exceeded: number;
+  /** Status (and code, for a problem) of every other answer: "409", "422 idempotency_key_reused", "error". */
+  other: string[];
+}
+
+/** A refund row's figures, and what the store showed wrong (an empty list: nothing). */
+export interface RefundObservation {
+  figures: RefundFigures;
+  problems: string[];
+}
+
+/** The figures of a refund row: the answers, their 422 share, and the store's sums. */
+export function refundFigures(
+  orders: readonly RefundOrderState[],
+  refunds: readonly StoredRefund[],
+  answers: RefundAnswers,
+  amountMinor: number,
+): RefundObservation {
+  const { problems, ...stored } = refundStoreFigures(orders, refunds);
+  const answered = answers.succeeded + answers.exceeded + answers.other.length;
+  return {
+    figures: {
+      orders: orders.length,
+      amountMinor,
+      succeeded: answers.succeeded,
+      exceeded: answers.exceeded,
+      exceededShare: answered === 0 ? 0 : answers.exceeded / answered,
+      ...stored,
+    },
+    problems,
+  };
+}
+
+/** One refund answer: 201, 422 refund_exceeds_captured, or "<status> <code>" for anything else (0: no answer). */
+export function classifyRefundAnswer(status: number, body: string): string {
+  if (status === 201) return 'succeeded';
+  let code: unknown;
+  try {
+    code = (JSON.parse(body) as { code?: unknown }).code;
+  } catch {
+    code = undefined;
+  }
+  if (status === 422 && code === 'refund_exceeds_captured') return 'exceeded';
+  if (status === 0) return 'no answer';
+  return typeof code === 'string' ? `${status} ${code}` : String(status);
+}
+
+/** Adds one answer to a tally. */
+export function tallyRefundAnswer(answers: RefundAnswers, status: number, body: string): void {
+  const kind = classifyRefundAnswer(status, body);
+  if (kind === 'succeeded') answers.succeeded++;
+  else if (kind === 'exceeded') answers.exceeded++;
+  else answers.other.push(kind);
+}
+
+function otherSummary(other: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const status of other) counts.set(status, (counts.get(status) ?? 0) + 1);
+  return [...counts.entries()].map(([status, count]) => `${count} x ${status}`).join(', ');
+}
+
+/**
+ * The throughput row: every refund succeeded (the orders have room for all),
+ * each one a refund in the store (the store may hold more: answers cut off at
+ * the window's end), and no order over-refunded or out of step.
+ */
+export function refundThroughputCheck({ figures, problems: found }: RefundObservation, answers: RefundAnswers): CheckResult {
+  const problems = [...found];
+  if (answers.succeeded === 0) problems.push('no refund succeeded');
+  if (answers.exceeded > 0) problems.push(`${answers.exceeded} x 422 refund_exceeds_captured (the orders had room)`);
+  if (answers.other.length > 0) problems.push(otherSummary(answers.other));
+  if (figures.storedSucceeded < answers.succeeded)
+    problems.push(`${answers.succeeded} refunds answered 201, only ${figures.storedSucceeded} succeeded in the store`);
+  const sums = `succeeded refunds sum ${figures.succeededSumMinor} <= captured ${figures.capturedMinor} over ${figures.orders} orders`;
+  return problems.length === 0
+    ? { ok: true, detail: `all ${answers.succeeded} refunds 201; ${sums}` }
+    : { ok: false, detail: `${problems.join('; ')}; ${sums}` };
+}
+
+/**
+ * The hot order: N refunds of `amountMinor` at once on one order whose
+ * captured amount they oversubscribe. Only 201 or 422 refund_exceeds_captured;
+ * the store's succeeded refunds sum to at most the captured amount (never
+ * over-refunded), and a 422 only once the order was full (the sum is within
+ * one refund of the captured amount); as many refunds succeeded in the store
+ * as were answered 201.
+ */
+export function hotOrderCheck({ figures, problems: found }: RefundObservation, answers: RefundAnswers): CheckResult {
+  const problems = [...found];
+  if (answers.other.length > 0) problems.push(otherSummary(answers.other));
+  if (figures.storedSucceeded !== answers.succeeded)
+    problems.push(`${answers.succeeded} answered 201, ${figures.storedSucceeded} succeeded in the store`);
+  if (answers.exceeded > 0 && figures.succeededSumMinor <= figures.capturedMinor - figures.amountMinor)
+    problems.push(`422 while the order still had room (${figures.succeededSumMinor} of ${figures.capturedMinor} refunded)`);
+  const sums =
+    `succeeded sum ${figures.succeededSumMinor} ${figures.succeededSumMinor <= figures.capturedMinor ? '<=' : '>'} captured ` +
+    `${figures.capturedMinor}; ${answers.succeeded} x 201, ${answers.exceeded} x 422 (${(figures.exceededShare * 100).toFixed(0)}%)`;
+  return problems.length === 0 ? { ok: true, detail: sums } : { ok: false, detail: `${problems.join('; ')}; ${sums}` };
+}
+
+/** The refund rows' figures under the table (sums read from the store). */
+export function formatRefundFigures(scenarios: readonly ScenarioResult[]): string[] {
+  const rows = scenarios.filter((scenario) => scenario.refunds);
+  if (rows.length === 0) return [];
+  return [
+    'Refunds (sums read from the store after the run):',
+    ...rows.map((scenario) => {
+      const f = scenario.refunds!;
+      return (
+        `  ${`${scenario.title} (c${scenario.concurrency})`.padEnd(50)} ${f.succeeded} x 201, ${f.exceeded} x 422 ` +
+        `(${(f.exceededShare * 100).toFixed(1)}%), refunds of ${f.amountMinor} over ${f.orders} order(s); p99 ${scenario.p99Ms.toFixed(1)} ms; ` +
+        `succeeded sum ${f.succeededSumMinor} ${f.succeededSumMinor <= f.capturedMinor ? '<=' : '>'} captured ${f.capturedMinor}; ` +
+        `${f.overRefundedOrders} over-refunded, ${f.mismatchedOrders} out of step`
+      );
+    }),
+    '',
+  ];
+}
+
+/**
+ * The delivery order of a webhook run: every id once, and after every
+ * `every - 1` first deliveries one repeat of an id sent shortly before (the
+ * last one, then the one before it, ... cycling over the last three), so
+ * that some repeats arrive while their first delivery is still in flight:
+ * 1/`every` of all deliveries are duplicates.
+ */
+export function duplicateSchedule(ids: readonly string[], every: number): string[] {
+  const schedule: string[] = [];
+  let sent = 0;
+  let repeats = 0;
+  while (sent < ids.length) {
+    if ((schedule.length + 1) % every === 0 && sent > 0) {
+      schedule.push(ids[sent - 1 - (repeats++ % Math.min(sent, 3))]);
+    } else {
+      schedule.push(ids[sent++]);
+    }
+  }
+  return schedule;
+}
+
+/** Duplicate effects of a webhook run: effects beyond one per distinct event id sent. */
+export function webhookFigures(sentIds: readonly string[], effects: number): WebhookFigures {
+  const distinct = new Set(sentIds).size;
+  return {
+    sent: sentIds.length,
+    duplicatesSent: sentIds.length - distinct,
+    distinctEvents: distinct,
+    effects,
+    duplicateEffects: Math.max(0, effects - distinct),
+  };
+}
+
+/** The webhook rows' figures under the table. */
+export function formatWebhookFigures(scenarios: readonly ScenarioResult[]): string[] {
+  const rows = scenarios.filter((scenario) => scenario.webhooks);
+  if (rows.length === 0) return [];
+  return [
+    'Webhooks (effects counted in the store after the run):',
+    ...rows.map((scenario) => {
+      const f = scenario.webhooks!;
+      return (
+        `  ${`${scenario.title} (c${scenario.concurrency})`.padEnd(50)} ${f.sent} events sent, ${f.duplicatesSent} duplicates; ` +
+        `${f.effects} effects for ${f.distinctEvents} distinct events: ${f.duplicateEffects} duplicate effects`
+      );
+    }),
+    '',
+  ];
 }
 
 /** bench/results/<ISO date>.json, with ':' replaced so the name is valid on every file system. */
@@ -389,6 +653,8 @@ export function formatReport(results: BenchResults): string {
     ...results.ratios.filter((ratio) => ratio.basis === 'cpu').map(formatRatioLine),
     '',
     ...formatStoreCounts(results.scenarios),
+    ...formatRefundFigures(results.scenarios),
+    ...formatWebhookFigures(results.scenarios),
     ...formatRedisComparison(results.scenarios),
     formatChecksSummary(results),
   ];
@@ -471,6 +737,8 @@ function parseScenario(value: unknown, path: string): ScenarioResult {
     statusCounts,
     cpuMsPerRequest: s.cpuMsPerRequest === null ? null : number(s.cpuMsPerRequest, `${path}.cpuMsPerRequest`),
     ...(s.store === undefined ? {} : { store: parseStore(s.store, `${path}.store`) }),
+    ...(s.refunds === undefined ? {} : { refunds: parseRefunds(s.refunds, `${path}.refunds`) }),
+    ...(s.webhooks === undefined ? {} : { webhooks: parseWebhooks(s.webhooks, `${path}.webhooks`) }),
     check: parseCheck(s.check, `${path}.check`),
   };
 }
@@ -482,6 +750,37 @@ function parseStore(value: unknown, path: string): StoreCounts | null {
     commandsPerRequest: number(store.commandsPerRequest, `${path}.commandsPerRequest`),
     transactionsPerRequest: number(store.transactionsPerRequest, `${path}.transactionsPerRequest`),
     abortsPerRequest: number(store.abortsPerRequest, `${path}.abortsPerRequest`),
+  };
+}
+
+function parseRefunds(value: unknown, path: string): RefundFigures | null {
+  if (value === null) return null;
+  const r = object(value, path);
+  const field = (name: keyof RefundFigures) => number(r[name], `${path}.${name}`);
+  return {
+    orders: field('orders'),
+    amountMinor: field('amountMinor'),
+    succeeded: field('succeeded'),
+    exceeded: field('exceeded'),
+    exceededShare: field('exceededShare'),
+    storedSucceeded: field('storedSucceeded'),
+    succeededSumMinor: field('succeededSumMinor'),
+    capturedMinor: field('capturedMinor'),
+    overRefundedOrders: field('overRefundedOrders'),
+    mismatchedOrders: field('mismatchedOrders'),
+  };
+}
+
+function parseWebhooks(value: unknown, path: string): WebhookFigures | null {
+  if (value === null) return null;
+  const w = object(value, path);
+  const field = (name: keyof WebhookFigures) => number(w[name], `${path}.${name}`);
+  return {
+    sent: field('sent'),
+    duplicatesSent: field('duplicatesSent'),
+    distinctEvents: field('distinctEvents'),
+    effects: field('effects'),
+    duplicateEffects: field('duplicateEffects'),
   };
 }
 

@@ -10,7 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded-mongo.js';
+import { chargeEvent } from '../src/payments/webhook-events.js';
+import { WebhookSigner } from '../src/payments/webhook-signer.js';
 import { header, runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
   computeRatios,
@@ -19,7 +22,13 @@ import {
   formatReport,
   measuringWindowSeconds,
   formatScenarioRow,
+  duplicateSchedule,
+  hotOrderCheck,
   percentile,
+  refundFigures,
+  refundThroughputCheck,
+  tallyRefundAnswer,
+  webhookFigures,
   ratioDefinitions,
   resultsFileName,
   runPassed,
@@ -29,6 +38,7 @@ import {
   RESULTS_SCHEMA_VERSION,
   type BenchResults,
   type CheckResult,
+  type RefundAnswers,
   type ScenarioResult,
   type StoreCounts,
 } from './report.js';
@@ -38,7 +48,7 @@ import { cpuMeter } from './cpu.js';
 import { floorCreateLoop, startFloor } from './floor.js';
 import { formatFrames, topFrames, type CpuProfile } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
-import { BENCH_RATE_LIMITS, startService, type ServiceProcess } from './service.js';
+import { BENCH_RATE_LIMITS, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
 /** dist/bench/run.js -> the repository root. */
@@ -68,6 +78,19 @@ const ORDER_BODY = JSON.stringify({
 
 const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${SECRET}` };
 
+/** The refund throughput row's partial refunds: small, so that the orders (25.00 each) never run out. */
+const REFUND_AMOUNT_MINOR = 5;
+/** The hot order's refunds are each this share of its captured amount: N of them oversubscribe it once N > 20. */
+const HOT_ORDER_SHARE = 20;
+const DEFAULT_HOT_ORDER_REFUNDS = 50;
+/** The webhook row: orders paid asynchronously (202, processing) until the provider's signed event settles them. */
+const ASYNC_ORDER_BODY = JSON.stringify({ ...(JSON.parse(ORDER_BODY) as object), paymentMethod: { token: 'tok_async' } });
+/** The services verify webhooks with this secret (WEBHOOK_SECRETS); the benchmark signs with it. */
+const WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 'bench-webhook-secret').toString('base64')}`;
+/** Every 5th delivery repeats an event just sent. */
+const WEBHOOK_DUPLICATE_SHARE = 0.2;
+const refundBody = (amountMinor: number) => JSON.stringify({ amountMinor, reason: 'requested_by_customer' });
+
 interface Settings {
   mode: 'quick' | 'full';
   durationSeconds: number;
@@ -86,9 +109,15 @@ interface Settings {
   redis: boolean;
   /** --compare: an earlier results file, drawn as the "before" bars of the chart. */
   compare?: string;
+  /** --refund-orders: saved orders the refund throughput row spreads its refunds over. */
+  refundOrders: number;
+  /** --refund-burst: concurrent refunds on the hot order. */
+  refundBurst: number;
+  /** --webhook-orders: asynchronous orders whose events the webhook row delivers. */
+  webhookOrders: number;
 }
 
-const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth'] as const;
+const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund', 'webhook'] as const;
 type ScenarioFamily = (typeof FAMILIES)[number];
 const REDIS_FAMILIES: ScenarioFamily[] = ['replay', 'mixed', 'hot-key'];
 
@@ -127,6 +156,9 @@ function readSettings(argv: string[]): Settings {
       'growth-sizes': { type: 'string' },
       redis: { type: 'boolean', default: false },
       compare: { type: 'string' },
+      'refund-orders': { type: 'string' },
+      'refund-burst': { type: 'string' },
+      'webhook-orders': { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -148,6 +180,9 @@ function readSettings(argv: string[]): Settings {
     growthSizes: values['growth-sizes'] === undefined ? undefined : parseLevels(values['growth-sizes'], 1_000_000),
     redis: values.redis ?? false,
     compare: values.compare,
+    refundOrders: Math.max(1, int(values['refund-orders'], quick ? 10 : 50, 'refund-orders')),
+    refundBurst: Math.max(2, int(values['refund-burst'], DEFAULT_HOT_ORDER_REFUNDS, 'refund-burst')),
+    webhookOrders: Math.max(1, int(values['webhook-orders'], quick ? 40 : 200, 'webhook-orders')),
   };
 }
 
@@ -476,6 +511,8 @@ async function seedOrders(
   prefix: string,
   count: number,
   concurrency: number,
+  /** Another order body (the webhook row's asynchronous payment) and the status it answers. */
+  order: { body: string; status: number } = { body: ORDER_BODY, status: 201 },
 ): Promise<{ key: string; id: string }[]> {
   const seeded: { key: string; id: string }[] = [];
   const failures: string[] = [];
@@ -486,17 +523,17 @@ async function seedOrders(
       const response = await fetch(`${service.baseUrl}/v1/orders`, {
         method: 'POST',
         headers: { ...HEADERS, 'idempotency-key': key },
-        body: ORDER_BODY,
+        body: order.body,
       });
       const body = (await response.json()) as { id?: string };
-      if (response.status === 201 && body.id) seeded.push({ key, id: body.id });
+      if (response.status === order.status && body.id) seeded.push({ key, id: body.id });
       else failures.push(String(response.status));
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   if (failures.length > 0)
-    process.stderr.write(`  (seeding: ${failures.length} creates did not answer 201: ${[...new Set(failures)].join(', ')})\n`);
-  if (seeded.length === 0) throw new Error('seeding the replay scenario: no create answered 201');
+    process.stderr.write(`  (seeding: ${failures.length} creates did not answer ${order.status}: ${[...new Set(failures)].join(', ')})\n`);
+  if (seeded.length === 0) throw new Error(`seeding ${prefix}: no create answered ${order.status}`);
   return seeded.slice(0, count);
 }
 
@@ -591,6 +628,253 @@ const GROWTH_SKIP_REASON =
   '100k records would take hours and measure the emulator, not the indexes; run it with MONGODB_URI ' +
   '(or --growth-sizes 200,1000 to see it work here)';
 
+/**
+ * 8a. Refund throughput: M saved orders, then keyed partial refunds (a fresh
+ * key each) spread round-robin over them under autocannon. The orders have
+ * room for every refund, so every answer must be 201; afterwards the store's
+ * succeeded refunds must sum, per order, to its refundedMinor and to no more
+ * than it captured.
+ */
+async function refundThroughput(bench: Bench): Promise<ScenarioResult> {
+  const { store, settings, service } = bench;
+  const concurrency = bench.levels[0];
+  await store.clean();
+  const orders = await seedOrders(service, `${bench.runId}-refund-orders`, settings.refundOrders, Math.min(4, concurrency));
+  await settle(bench);
+  const ids = orders.map((order) => order.id);
+  // Warm-up and run both: the store check covers every refund sent.
+  const answers: RefundAnswers = { succeeded: 0, exceeded: 0, other: [] };
+  const requests = (phase: string): RequestSpec[] => {
+    const keyFor = uniqueKeys(`${bench.runId}-refund-${phase}`);
+    let next = 0;
+    return [
+      {
+        method: 'POST',
+        headers: HEADERS,
+        body: refundBody(REFUND_AMOUNT_MINOR),
+        setupRequest: (request) => {
+          request.path = `/v1/orders/${ids[next++ % ids.length]}/refunds`;
+          request.headers['idempotency-key'] = keyFor();
+          return request;
+        },
+        onResponse: (status, body) => tallyRefundAnswer(answers, status, body),
+      },
+    ];
+  };
+  let warmupRequests = 0;
+  if (settings.warmupSeconds > 0) {
+    warmupRequests = (
+      await runLoad({
+        baseUrl: service.baseUrl,
+        connections: concurrency,
+        durationSeconds: settings.warmupSeconds,
+        requests: requests('warm'),
+      })
+    ).requests;
+    await drainRefunds(bench);
+  }
+  const durationSeconds = windowAfterWarmup(settings, warmupRequests);
+  const measured = await measure(service, () =>
+    runLoad({ baseUrl: service.baseUrl, connections: concurrency, durationSeconds, requests: requests('run') }),
+  );
+  await drainRefunds(bench);
+  const observed = await observeRefunds(bench, ids, answers, REFUND_AMOUNT_MINOR);
+  await store.clean();
+  return {
+    ...scenario(scenarioId.refund(concurrency), `refund: keyed partial refunds over ${ids.length} orders`, concurrency, measured, null),
+    refunds: observed.figures,
+    check: refundThroughputCheck(observed, answers),
+  };
+}
+
+/**
+ * 8b. The hot order: one saved order, N partial refunds of 1/20 of its
+ * captured amount at once, each under its own key, so that they
+ * oversubscribe it (N = 50: 2.5x). p50/p99 of the N answers, the share of
+ * 422 refund_exceeds_captured, and the store's succeeded refunds, which must
+ * sum to at most the captured amount.
+ */
+async function refundHotOrder(bench: Bench): Promise<ScenarioResult> {
+  const { store, settings, service } = bench;
+  const n = settings.refundBurst;
+  await store.clean();
+  const [order] = await seedOrders(service, `${bench.runId}-hot-order`, 1, 1);
+  await settle(bench);
+  const [before] = await store.refundOrderStates([order.id]);
+  const amount = Math.max(1, Math.floor(before.capturedMinor / HOT_ORDER_SHARE));
+  const body = refundBody(amount);
+  const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
+  const started = performance.now();
+  const answered = await Promise.all(
+    Array.from({ length: n }, async (_, index) => {
+      const begin = performance.now();
+      try {
+        const response = await fetch(`${service.baseUrl}/v1/orders/${order.id}/refunds`, {
+          method: 'POST',
+          headers: { ...HEADERS, 'idempotency-key': `${bench.runId}-hot-order-refund-${index}` },
+          body,
+        });
+        return { status: response.status, body: await response.text(), ms: performance.now() - begin };
+      } catch (error) {
+        return { status: 0, body: (error as Error).message, ms: performance.now() - begin };
+      }
+    }),
+  );
+  const durationSeconds = (performance.now() - started) / 1000;
+  const cpuMsPerRequest = cpu.perRequest(n);
+  await drainRefunds(bench);
+  const answers: RefundAnswers = { succeeded: 0, exceeded: 0, other: [] };
+  for (const answer of answered) tallyRefundAnswer(answers, answer.status, answer.body);
+  const observed = await observeRefunds(bench, [order.id], answers, amount);
+  const statusCounts: Record<string, number> = {};
+  for (const answer of answered) if (answer.status !== 0) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
+  const latencies = answered.map((answer) => answer.ms);
+  await store.clean();
+  return {
+    id: scenarioId.refundHotOrder(n),
+    title: `hot order: ${n} refunds at once, 1/${HOT_ORDER_SHARE} each`,
+    concurrency: n,
+    durationSeconds,
+    requests: n,
+    reqPerSec: n / durationSeconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    errors: answered.filter((answer) => answer.status === 0).length,
+    non2xx: answered.filter((answer) => answer.status !== 0 && (answer.status < 200 || answer.status > 299)).length,
+    statusCounts,
+    cpuMsPerRequest,
+    refunds: observed.figures,
+    check: hotOrderCheck(observed, answers),
+  };
+}
+
+/**
+ * 9. Webhook ingestion: K orders paid asynchronously (202, processing), then
+ * each charge's charge.succeeded event, signed as the provider signs it
+ * (Standard Webhooks, src/payments/webhook-signer.ts), delivered c at a time
+ * with every 5th delivery repeating an event sent just before (20%
+ * duplicates, some while the first delivery is still in flight). Events/s
+ * and p50/p99 of the deliveries; then the store: one payment, one journal,
+ * one order.completed per order, one inbox row per event.
+ */
+async function webhookIngestion(bench: Bench): Promise<ScenarioResult> {
+  const { store, settings, service } = bench;
+  const concurrency = bench.levels[0];
+  await store.clean();
+  const orders = await seedOrders(service, `${bench.runId}-webhook`, settings.webhookOrders, Math.min(4, concurrency), {
+    body: ASYNC_ORDER_BODY,
+    status: 202,
+  });
+  await settle(bench);
+  const events = new Map<string, { body: string; orderId: string }>();
+  for (const order of orders) {
+    const chargeKey = `charge:${order.id}`;
+    const charge = await store.charge(chargeKey);
+    if (!charge) throw new Error(`webhook scenario: no charge under ${chargeKey}`);
+    const event = chargeEvent(
+      'charge.succeeded',
+      { chargeKey, chargeId: charge.id, amountMinor: charge.amountMinor, currency: charge.currency },
+      new Date(),
+    );
+    events.set(event.id, {
+      orderId: order.id,
+      body: JSON.stringify({ type: event.type, timestamp: event.timestamp.toISOString(), data: event.data }),
+    });
+  }
+  const schedule = duplicateSchedule([...events.keys()], Math.round(1 / WEBHOOK_DUPLICATE_SHARE));
+  const signer = new WebhookSigner([WEBHOOK_SECRET]);
+  const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
+  const commands = storeMeter(service);
+  const answered: { status: number; ms: number }[] = [];
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < schedule.length) {
+      const id = schedule[next++];
+      const { body } = events.get(id)!;
+      const begin = performance.now();
+      try {
+        const response = await fetch(`${service.baseUrl}/v1/webhooks/payments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signer.sign(id, body, new Date()) },
+          body,
+        });
+        await response.arrayBuffer();
+        answered.push({ status: response.status, ms: performance.now() - begin });
+      } catch {
+        answered.push({ status: 0, ms: performance.now() - begin });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const durationSeconds = (performance.now() - started) / 1000;
+  await settle(bench);
+  const orderIds = orders.map((order) => order.id);
+  const effects = await store.webhookEffects(orderIds);
+  const figures = webhookFigures(schedule, effects.payments);
+  const statusCounts: Record<string, number> = {};
+  for (const answer of answered) if (answer.status !== 0) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
+  const errors = answered.filter((answer) => answer.status === 0).length;
+  const ok =
+    figures.duplicateEffects === 0 &&
+    effects.saved === orderIds.length &&
+    effects.inbox === figures.distinctEvents &&
+    effects.completedEvents === orderIds.length &&
+    errors === 0 &&
+    Object.keys(statusCounts).every((status) => status === '200');
+  const check: CheckResult = {
+    ok,
+    detail:
+      `${figures.duplicateEffects} duplicate effects; ${effects.saved} of ${orderIds.length} orders saved, ${effects.payments} payments, ` +
+      `${effects.completedEvents} order.completed, ${effects.inbox} inbox rows for ${figures.distinctEvents} events; ${statusSummary(statusCounts)}`,
+  };
+  const result: ScenarioResult = {
+    id: scenarioId.webhook(concurrency),
+    title: `webhooks: signed events, ${WEBHOOK_DUPLICATE_SHARE * 100}% duplicates`,
+    concurrency,
+    durationSeconds,
+    requests: answered.length,
+    reqPerSec: answered.length / durationSeconds,
+    p50Ms: percentile(
+      answered.map((a) => a.ms),
+      50,
+    ),
+    p99Ms: percentile(
+      answered.map((a) => a.ms),
+      99,
+    ),
+    errors,
+    non2xx: answered.filter((a) => a.status !== 0 && (a.status < 200 || a.status > 299)).length,
+    statusCounts,
+    cpuMsPerRequest: cpu.perRequest(answered.length),
+    ...commands(answered.length),
+    webhooks: figures,
+    check,
+  };
+  await store.clean();
+  return result;
+}
+
+/**
+ * The orders and their refunds, read one after the other: a refund that
+ * finishes between the two reads shows as an order out of step, so a
+ * mismatch is read again after a pause and only one that stays is reported.
+ */
+async function observeRefunds(bench: Bench, orderIds: string[], answers: RefundAnswers, amountMinor: number) {
+  const read = async () =>
+    refundFigures(await bench.store.refundOrderStates(orderIds), await bench.store.refundsOf(orderIds), answers, amountMinor);
+  const first = await read();
+  if (first.problems.length === 0) return first;
+  await sleep(2_000);
+  return read();
+}
+
+/** Until no refund is pending in the service (a load run's last requests still inside it). */
+async function drainRefunds(bench: Bench): Promise<void> {
+  if (!(await bench.store.quiesceRefunds(30_000, 5_000)))
+    process.stderr.write('  (note: refunds still pending 30 s after the load stopped; going on)\n');
+}
+
 // ---------------------------------------------------------------- run
 
 function packageVersions(): Record<string, string | null> {
@@ -648,6 +932,11 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
   if (wanted('mixed')) await alsoWithRedis(mixedDuplicates);
   if (wanted('hot-key')) await alsoWithRedis(hotKey);
   if (wanted('growth')) await timed(() => growth(bench));
+  if (wanted('refund')) {
+    await timed(() => refundThroughput(bench));
+    await timed(() => refundHotOrder(bench));
+  }
+  if (wanted('webhook')) await timed(() => webhookIngestion(bench));
 }
 
 /** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */
@@ -713,6 +1002,7 @@ async function main(): Promise<number> {
       simulatorDbName: names.simulator,
       paymentLatencyMs: settings.paymentLatencyMs,
       apiKeys: `${TENANT}:${SECRET}`,
+      env: { WEBHOOK_SECRETS: WEBHOOK_SECRET },
     };
     const profileDir = join(ROOT, 'bench', 'profiles', resultsFileName(startedAt).replace(/\.json$/, ''));
     const profiled = (name: string) => (settings.profile ? { cpuProfileDir: join(profileDir, profileFolder(name)) } : {});

@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { MongoClient, type ClientSession, type Db } from 'mongodb';
-import type { OrderKeyState } from './report.js';
+import type { OrderKeyState, RefundOrderState, StoredRefund } from './report.js';
 import { sleep } from './service.js';
 
 /** Everything the create path writes; emptied between scenarios (the emulator slows down as collections grow). */
-const SERVICE_COLLECTIONS = ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events'];
-const SIMULATOR_COLLECTIONS = ['charges'];
+const SERVICE_COLLECTIONS = ['idempotency_records', 'orders', 'payments', 'ledger_entries', 'outbox_events', 'refunds', 'webhook_inbox'];
+const SIMULATOR_COLLECTIONS = ['charges', 'operations'];
 
 /** The same settings as the service's transactions (src/database/transaction.runner.ts). */
 const TRANSACTION_OPTIONS = {
@@ -92,6 +92,63 @@ export class BenchStore {
       .find(filter, { projection: { state: 1, 'idempotency.recordId': 1 } })
       .toArray();
     return orders.map((order) => ({ recordId: order.idempotency?.recordId ?? '(none)', state: order.state }));
+  }
+
+  /** The orders' captured and refunded amounts, as stored (the refund rows' check). */
+  async refundOrderStates(ids: readonly string[]): Promise<RefundOrderState[]> {
+    const orders = await this.db
+      .collection<{ _id: string; capturedMinor?: number; refundedMinor?: number }>('orders')
+      .find({ _id: { $in: [...ids] } }, { projection: { capturedMinor: 1, refundedMinor: 1 } })
+      .toArray();
+    return orders.map((order) => ({ id: order._id, capturedMinor: order.capturedMinor ?? 0, refundedMinor: order.refundedMinor ?? 0 }));
+  }
+
+  /** The refunds of these orders, as stored. */
+  async refundsOf(orderIds: readonly string[]): Promise<StoredRefund[]> {
+    const refunds = await this.db
+      .collection<{ _id: string; orderId: string; state: string; amountMinor: number }>('refunds')
+      .find({ orderId: { $in: [...orderIds] } }, { projection: { orderId: 1, state: 1, amountMinor: 1 } })
+      .toArray();
+    return refunds.map((refund) => ({ orderId: refund.orderId, state: refund.state, amountMinor: refund.amountMinor }));
+  }
+
+  /** The simulator's charge under a key (the webhook row builds its event from it). */
+  charge(chargeKey: string): Promise<{ _id: string; id: string; amountMinor: number; currency: string } | null> {
+    return this.simulatorDb
+      .collection<{ _id: string; id: string; amountMinor: number; currency: string }>('charges')
+      .findOne({ _id: chargeKey });
+  }
+
+  /** What webhook deliveries did to these orders: saved ones, payments, order.completed events, and the inbox's rows. */
+  async webhookEffects(orderIds: readonly string[]): Promise<{ saved: number; payments: number; completedEvents: number; inbox: number }> {
+    const ids = { $in: [...orderIds] };
+    const [saved, payments, completedEvents, inbox] = await Promise.all([
+      this.db.collection<{ _id: string }>('orders').countDocuments({ _id: ids, state: 'saved' }),
+      this.db.collection('payments').countDocuments({ orderId: ids }),
+      this.db.collection('outbox_events').countDocuments({ aggregateId: ids, type: 'order.completed' }),
+      this.db.collection('webhook_inbox').countDocuments({}),
+    ]);
+    return { saved, payments, completedEvents, inbox };
+  }
+
+  /** Until no refund is pending (requests still inside the service after a load run), or `timeoutMs`; false on the timeout. */
+  async quiesceRefunds(timeoutMs: number, stillForMs = 1_000): Promise<boolean> {
+    const refunds = this.db.collection('refunds');
+    const deadline = Date.now() + timeoutMs;
+    let last = -1;
+    let unchangedSince = Date.now();
+    while (Date.now() < deadline) {
+      const pending = await refunds.countDocuments({ state: 'pending' });
+      if (pending === 0) return true;
+      if (pending !== last) {
+        last = pending;
+        unchangedSince = Date.now();
+      } else if (Date.now() - unchangedSince >= stillForMs) {
+        return true;
+      }
+      await sleep(100);
+    }
+    return false;
   }
 
   /** Adds finished idempotency records of other keys until the collection holds `total` (the growth scenario). */

@@ -56,7 +56,14 @@ const EXPECTED: Record<RowId, string> = {
   'provider-outage': 'PASS',
   'second-tenant': 'PASS',
   unauthenticated: 'PASS',
+  'refund-replay': 'PASS',
+  'refund-other-body': 'PASS',
+  'refund-concurrent-duplicates': 'PASS',
+  'refund-over-capture': 'PASS',
 };
+
+/** The refund rows run on this service's refund route; the over-capture row reads the order afterwards. */
+const REFUNDS = { refundPath: '/v1/orders/{id}/refunds', resourcePath: '/v1/orders/{id}' };
 
 const statuses = (report: Report) => Object.fromEntries(report.rows.map((row) => [row.id, row.status]));
 
@@ -80,7 +87,7 @@ describe('the conformance kit', () => {
   });
 
   const kit = (baseUrl: string, extra: { junitPath?: string; jsonPath?: string } = {}) =>
-    runConformance({ baseUrl, token: ACME_SECRET, tokenB: GLOBEX_SECRET, expectFail: KNOWN_FAILURES, ...extra });
+    runConformance({ baseUrl, token: ACME_SECRET, tokenB: GLOBEX_SECRET, expectFail: KNOWN_FAILURES, ...REFUNDS, ...extra });
 
   /** The orders a tenant made under one row's keys (keys are conformance-<run>-<label>-<uuid>). */
   async function ordersOf(report: Report, label: string, tenant = 'acme') {
@@ -99,12 +106,12 @@ describe('the conformance kit', () => {
     it('passes every row', () => {
       expect(statuses(report)).toEqual(EXPECTED);
       expect(report.conformant).toBe(true);
-      expect(report.requests).toBeLessThanOrEqual(60);
+      expect(report.requests).toBeLessThanOrEqual(75);
     });
 
     it('writes the JSON and JUnit reports', () => {
       expect(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))).toEqual(report);
-      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="15" failures="0" errors="0" skipped="0"');
+      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="19" failures="0" errors="0" skipped="0"');
     });
 
     it('leaves one order per key behind it, as the database shows', async () => {
@@ -132,7 +139,15 @@ describe('the conformance kit', () => {
       [
         'the replay sent without Idempotent-Replayed',
         stripReplayedHeader,
-        ['replay', 'reordered-json', 'quoted-key', 'concurrent-duplicates', 'lost-response'],
+        [
+          'replay',
+          'reordered-json',
+          'quoted-key',
+          'concurrent-duplicates',
+          'lost-response',
+          'refund-replay',
+          'refund-concurrent-duplicates',
+        ],
       ],
       ['a 503 stored and replayed', storeServerErrors, ['provider-outage']],
       ['keys not scoped per tenant', () => ignoreTenant(GLOBEX_SECRET, ACME_SECRET), ['second-tenant']],
@@ -169,7 +184,8 @@ describe('the conformance kit', () => {
       expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
       expect(run.stdout).toMatch(/^PASS {2}quoted-key {13}/m);
       expect(run.stdout).toMatch(/^PASS {2}lost-response {10}/m);
-      expect(run.stdout).toContain('15 rows: 15 PASS, 0 FAIL, 0 SKIP, 0 XFAIL (known) - no FAIL');
+      // No --refund-path here: the four refund rows are SKIP.
+      expect(run.stdout).toContain('19 rows: 15 PASS, 0 FAIL, 4 SKIP, 0 XFAIL (known) - no FAIL');
     });
 
     it('exits 1 when a row fails, 2 on a usage error', async () => {

@@ -1,5 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
-import { defaultOrderBody, deriveBodies, getPath, reorderKeys, setPath, varyField, type Json } from './bodies.js';
+import {
+  defaultOrderBody,
+  defaultRefundBody,
+  deriveBodies,
+  refundBodyFor,
+  getPath,
+  reorderKeys,
+  setPath,
+  varyField,
+  type Json,
+} from './bodies.js';
 
 const ORDER = defaultOrderBody('abc123');
 const SPEC = { body: ORDER, varyField: 'customerId', outageField: 'paymentMethod.token', outageValue: 'tok_provider_down' };
@@ -49,5 +59,20 @@ describe('bodies', () => {
 
   it('refuses another body that is the same JSON', () => {
     expect(() => deriveBodies({ ...SPEC, otherBody: ORDER }, true)).toThrow('must differ');
+  });
+});
+
+describe('refund bodies', () => {
+  it('defaults to the amount and a reason, the amount set per request', () => {
+    expect(defaultRefundBody('amountMinor', 'requested_by_customer')).toEqual({ reason: 'requested_by_customer', amountMinor: 0 });
+    expect(defaultRefundBody('amount.value', 'r')).toEqual({ reason: 'r', amount: { value: 0 } });
+    expect(refundBodyFor(defaultRefundBody('amountMinor', 'r'), 'amountMinor', 51)).toBe('{"reason":"r","amountMinor":51}');
+  });
+
+  it("sets the amount in a team's own body, which must have the field", () => {
+    expect(refundBodyFor({ money: { minor: 1, currency: 'EUR' }, note: 'x' }, 'money.minor', 7)).toBe(
+      '{"money":{"minor":7,"currency":"EUR"},"note":"x"}',
+    );
+    expect(() => refundBodyFor({ amount: 1 }, 'amountMinor', 7)).toThrow('"amountMinor" is not in the body');
   });
 });

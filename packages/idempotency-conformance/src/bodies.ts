@@ -99,3 +99,22 @@ function jsonType(value: Json): string {
   if (value === null) return 'null';
   return Array.isArray(value) ? 'array' : typeof value;
 }
+
+/** The refund body when none is given: the amount (set per request, 0 here) at `amountField`, and a reason. */
+export function defaultRefundBody(amountField: string, reason: string): Json {
+  const body: { [key: string]: Json } = { reason };
+  let node = body;
+  const segments = amountField.split('.');
+  for (const segment of segments.slice(0, -1)) {
+    const child: { [key: string]: Json } = {};
+    node[segment] = child;
+    node = child;
+  }
+  node[segments[segments.length - 1]] = 0;
+  return body;
+}
+
+/** The refund body with `amount` at `amountField`, serialized once (a replay must send the same bytes). */
+export function refundBodyFor(template: Json, amountField: string, amount: number): string {
+  return JSON.stringify(setPath(template, amountField, amount));
+}

@@ -24,7 +24,7 @@ async function main(): Promise<number> {
   return exitCodeFor(report);
 }
 
-async function readBodies(files: BodyFiles): Promise<Pick<ConformanceOptions, 'body' | 'otherBody' | 'outageBody'>> {
+async function readBodies(files: BodyFiles): Promise<Pick<ConformanceOptions, 'body' | 'otherBody' | 'outageBody' | 'refundBody'>> {
   const read = async (path: string | undefined): Promise<Json | undefined> => {
     if (path === undefined) return undefined;
     try {
@@ -33,7 +33,12 @@ async function readBodies(files: BodyFiles): Promise<Pick<ConformanceOptions, 'b
       throw new UsageError(`${path}: ${(error as Error).message}`);
     }
   };
-  return { body: await read(files.body), otherBody: await read(files.otherBody), outageBody: await read(files.outageBody) };
+  return {
+    body: await read(files.body),
+    otherBody: await read(files.otherBody),
+    outageBody: await read(files.outageBody),
+    refundBody: await read(files.refundBody),
+  };
 }
 
 main().then(

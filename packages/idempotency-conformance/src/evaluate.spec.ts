@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   canonicalJson,
+  createdIdOf,
   evaluateClientGuidance,
   evaluateConcurrent,
   evaluateFirstUse,
@@ -12,11 +13,18 @@ import {
   evaluateOtherBody,
   evaluateOutage,
   evaluateQuotedKey,
+  evaluateRefundConcurrent,
+  evaluateRefundOtherBody,
+  evaluateRefundOverCapture,
+  evaluateRefundReplay,
   evaluateReplay,
   evaluateSecondTenant,
   evaluateUnauthenticated,
+  numberAt,
   parseHttpDate,
+  refundAmounts,
   retryAfterSeconds,
+  type OverCaptureObservation,
 } from './evaluate.js';
 import type { Answer, Reply } from './http.js';
 
@@ -239,5 +247,155 @@ describe('tenants and authentication', () => {
     expect(evaluateUnauthenticated([{ label: 'none', used: replayed(), unused: unauthorized() }]).reason).toBe(
       'none, used key: got 201, expected 401',
     );
+  });
+});
+
+describe('refund rows', () => {
+  const REFUND = '{"id":"rfd_1","orderId":"ord_1","amountMinor":10,"currency":"USD","state":"succeeded","reason":"requested_by_customer"}';
+  const refunded = (body = REFUND) => answer(201, body, { location: '/v1/orders/ord_1/refunds/rfd_1', 'idempotency-expires': TOMORROW });
+  const refundReplayed = (overrides: Record<string, string> = {}, body = REFUND) =>
+    answer(201, body, {
+      location: '/v1/orders/ord_1/refunds/rfd_1',
+      'idempotency-expires': TOMORROW,
+      'idempotent-replayed': 'true',
+      ...overrides,
+    });
+
+  it("takes a created resource's id from its body, else from the last segment of Location", () => {
+    expect(createdIdOf(created())).toBe('ord_1');
+    expect(createdIdOf(answer(201, '{"id":42}'))).toBe('42');
+    expect(createdIdOf(answer(201, '', { location: 'https://api.example/v1/orders/ord%209?x=1' }))).toBe('ord 9');
+    expect(createdIdOf(answer(201, 'not json'))).toBeNull();
+    expect(createdIdOf(answer(201, '{"id":""}'))).toBeNull();
+  });
+
+  it('reads a number at a dotted path of a body, nothing else', () => {
+    expect(numberAt(Buffer.from('{"a":{"b":25}}'), 'a.b')).toBe(25);
+    expect(numberAt(Buffer.from('{"a":{"b":"25"}}'), 'a.b')).toBeNull();
+    expect(numberAt(Buffer.from('{"a":1}'), 'a.b')).toBeNull();
+    expect(numberAt(Buffer.from('nope'), 'a')).toBeNull();
+  });
+
+  it('amounts: a tenth (at least 1), one more for another body, and two halves plus one that exceed the total together', () => {
+    expect(refundAmounts(100)).toEqual({ small: 10, other: 11, overCapture: 51 });
+    expect(refundAmounts(2500)).toEqual({ small: 250, other: 251, overCapture: 1251 });
+    expect(refundAmounts(3)).toEqual({ small: 1, other: 2, overCapture: 2 });
+    expect(refundAmounts(1)).toEqual({ small: 1, other: 2, overCapture: null });
+    for (const total of [2, 3, 7, 100, 101]) {
+      const { overCapture } = refundAmounts(total);
+      expect(overCapture! <= total && 2 * overCapture! > total).toBe(true);
+    }
+  });
+
+  it('replay: the first refund 2xx and not replayed, the retry its bytes replayed', () => {
+    expect(evaluateRefundReplay(refunded(), refundReplayed())).toEqual({
+      status: 'PASS',
+      reason: `refund rfd_1: 201, ${REFUND.length} identical bytes, Idempotent-Replayed: true`,
+    });
+    expect(evaluateRefundReplay(problem(404), refundReplayed())).toEqual({ status: 'FAIL', reason: 'first refund: got 404, expected 2xx' });
+    expect(evaluateRefundReplay(refundReplayed(), refundReplayed()).reason).toContain('the first refund under a fresh key says');
+    expect(evaluateRefundReplay(refunded(), refunded()).reason).toBe('retry: no "Idempotent-Replayed: true"');
+    expect(evaluateRefundReplay(refunded(), refundReplayed({}, REFUND.replace('rfd_1', 'rfd_2'))).reason).toContain('body differs');
+  });
+
+  it('other amount under a used refund key: 422 passes; refunding it or replaying the first fails', () => {
+    expect(evaluateRefundOtherBody(problem(422))).toEqual({ status: 'PASS', reason: '422 for another amount under a used refund key' });
+    expect(evaluateRefundOtherBody(refunded()).reason).toBe('got 201: another amount under a used refund key was refunded');
+    expect(evaluateRefundOtherBody(refundReplayed()).reason).toBe("got 201 replaying the first amount's refund");
+    expect(evaluateRefundOtherBody(problem(409)).reason).toBe('same refund key, other amount: got 409, expected 422');
+    expect(evaluateRefundOtherBody(reset).reason).toContain('no answer');
+  });
+
+  it('concurrent copies: one refund, the others its replays or 409 + Retry-After, the follow-up replays it', () => {
+    expect(evaluateRefundConcurrent([conflict('1'), refunded(), refundReplayed(), conflict('2')], refundReplayed())).toEqual({
+      status: 'PASS',
+      reason: 'one refund (rfd_1): 1 processed, 1 replayed, 2 x 409 + Retry-After; the follow-up replays it',
+    });
+  });
+
+  it('concurrent copies: two refunds for one key fail, naming both ids', () => {
+    const other = refunded(REFUND.replace('rfd_1', 'rfd_2'));
+    const verdict = evaluateRefundConcurrent([refunded(), other], refundReplayed());
+    expect(verdict.status).toBe('FAIL');
+    expect(verdict.reason).toContain('2 different refunds for one key: rfd_1, rfd_2');
+    expect(verdict.reason).toContain('2 of 2 were processed');
+    // Marked replayed but another refund's id: still two refunds.
+    expect(evaluateRefundConcurrent([refunded(), refundReplayed({}, REFUND.replace('rfd_1', 'rfd_2'))], refundReplayed()).reason).toContain(
+      '2 different refunds for one key',
+    );
+  });
+
+  it('concurrent copies: no refund, a 409 without Retry-After, a 422, a lost answer, or a follow-up not replayed fail', () => {
+    expect(evaluateRefundConcurrent([conflict('1'), conflict('1')], refundReplayed()).reason).toContain('0 of 2 were processed');
+    expect(evaluateRefundConcurrent([refunded(), conflict()], refundReplayed()).reason).toBe('copy: 409 without Retry-After');
+    expect(evaluateRefundConcurrent([refunded(), problem(422)], refundReplayed()).reason).toBe(
+      'a copy got 422: neither the refund replayed nor 409 + Retry-After',
+    );
+    expect(evaluateRefundConcurrent([refunded(), reset], refundReplayed()).reason).toContain('copy 2: no answer (ECONNRESET');
+    expect(evaluateRefundConcurrent([refunded(), conflict('1')], problem(409)).reason).toContain('follow-up after all answered');
+  });
+
+  describe('over capture', () => {
+    const FIRST = REFUND.replace('"amountMinor":10', '"amountMinor":51');
+    const order = (refundedMinor: unknown) => answer(200, JSON.stringify({ id: 'ord_1', capturedMinor: 100, refundedMinor }));
+    const observed = (overrides: Partial<OverCaptureObservation> = {}): OverCaptureObservation => ({
+      total: 100,
+      amount: 51,
+      amountField: 'amountMinor',
+      first: refunded(FIRST),
+      second: problem(422),
+      resource: order(51),
+      refundedField: 'refundedMinor',
+      replayOfFirst: null,
+      ...overrides,
+    });
+
+    it('passes when the second is 422 and the resource shows the first alone', () => {
+      expect(evaluateRefundOverCapture(observed())).toEqual({
+        status: 'PASS',
+        reason: 'the second refund 422; the resource shows refundedMinor 51 (the first alone)',
+      });
+    });
+
+    it('fails when the second is accepted, refused otherwise, or the first did not succeed', () => {
+      expect(evaluateRefundOverCapture(observed({ second: refunded(FIRST), resource: order(102) })).reason).toBe(
+        "two refunds of 51 of 100: the second got 201: 102 refunded of 100; GET of the resource afterwards: refundedMinor 102, expected the first refund's 51 alone",
+      );
+      expect(evaluateRefundOverCapture(observed({ second: problem(409) })).reason).toBe(
+        'two refunds of 51 of 100: the second: got 409, expected 422',
+      );
+      expect(evaluateRefundOverCapture(observed({ first: problem(422) }))).toEqual({
+        status: 'FAIL',
+        reason: 'two refunds of 51 of 100: the first: got 422, expected 2xx',
+      });
+    });
+
+    it("fails when the resource's refunded amount moved, is missing, or the first refund's amount is not what was asked", () => {
+      expect(evaluateRefundOverCapture(observed({ resource: order(0) })).reason).toContain('refundedMinor 0, expected');
+      expect(evaluateRefundOverCapture(observed({ resource: order('51') })).reason).toBe(
+        'GET of the resource afterwards: no number at "refundedMinor"',
+      );
+      expect(evaluateRefundOverCapture(observed({ resource: problem(404) })).reason).toBe(
+        'GET of the resource afterwards: got 404, expected 200',
+      );
+      expect(evaluateRefundOverCapture(observed({ first: refunded(REFUND) })).reason).toBe(
+        "the first refund's amountMinor is 10, it was asked for 51",
+      );
+    });
+
+    it('without a resource GET: judged by the answers (the first shows its amount and replays unchanged)', () => {
+      const byAnswers = observed({ resource: null, replayOfFirst: refundReplayed({}, FIRST) });
+      expect(evaluateRefundOverCapture(byAnswers)).toEqual({
+        status: 'PASS',
+        reason: "the second refund 422; the first's answer shows 51 and replays unchanged (judged by the answers: no --resource-path)",
+      });
+      expect(evaluateRefundOverCapture({ ...byAnswers, replayOfFirst: refunded(FIRST) }).reason).toBe(
+        'the first refund\'s key after the 422: no "Idempotent-Replayed: true"',
+      );
+      expect(
+        evaluateRefundOverCapture({ ...byAnswers, first: refunded('{"id":"rfd_1"}'), replayOfFirst: refundReplayed({}, '{"id":"rfd_1"}') })
+          .reason,
+      ).toBe('the first refund\'s answer has no number at "amountMinor"');
+    });
   });
 });

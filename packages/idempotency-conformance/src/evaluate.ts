@@ -376,3 +376,152 @@ export function evaluateUnauthenticated(pairs: UnauthenticatedPair[]): Verdict {
     `401 with identical bodies and header fields for a used and an unused key (${pairs.map((pair) => pair.label).join(', ')})`,
   );
 }
+
+// ---------------------------------------------------------------- refunds
+// The optional refund rows (--refund-path): a keyed refund of a resource the
+// kit created itself through the create route.
+
+/** The id of what a 2xx made: the body's "id" (string or number), else the last segment of Location; null when neither. */
+export function createdIdOf(answer: Answer): string | null {
+  const id = (parseJson(answer.body) as { id?: unknown } | undefined)?.id;
+  if (typeof id === 'string' && id !== '') return id;
+  if (typeof id === 'number') return String(id);
+  const location = answer.headers.location;
+  if (!location) return null;
+  const segment = new URL(location, 'http://kit.invalid').pathname.split('/').filter(Boolean).pop();
+  return segment ? decodeURIComponent(segment) : null;
+}
+
+/** A number at a dotted path of a JSON body; null when the body is not JSON or the field is not a number. */
+export function numberAt(body: Buffer, path: string): number | null {
+  let node: unknown = parseJson(body);
+  for (const segment of path.split('.')) {
+    if (node === null || typeof node !== 'object') return null;
+    node = (node as Record<string, unknown>)[segment];
+  }
+  return typeof node === 'number' && Number.isFinite(node) ? node : null;
+}
+
+export interface RefundAmounts {
+  /** The refund of the replay, other-body and concurrent rows: a tenth of the total (at least 1). */
+  small: number;
+  /** The same key with this amount: another body. */
+  other: number;
+  /** Each of the over-capture row's two refunds: more than half, so that the two together exceed the total. */
+  overCapture: number | null;
+}
+
+/** The amounts the refund rows send, from what a fresh resource can refund in total; overCapture null below 2. */
+export function refundAmounts(total: number): RefundAmounts {
+  const small = Math.max(1, Math.floor(total / 10));
+  return { small, other: small + 1, overCapture: total >= 2 ? Math.floor(total / 2) + 1 : null };
+}
+
+/** The first keyed refund (2xx, not marked replayed) and its retry: the stored answer sent again. */
+export function evaluateRefundReplay(first: Reply, retry: Reply): Verdict {
+  const status = statusProblem(first, '2xx', 'first refund');
+  if (status || !isAnswer(first)) return judge([status], '');
+  return judge(
+    [isReplayed(first) && 'the first refund under a fresh key says "Idempotent-Replayed: true"', ...replayProblems(first, retry, 'retry')],
+    `refund ${createdIdOf(first) ?? '(no id)'}: ${replayDescription(first)}`,
+  );
+}
+
+/** The same refund key with another amount: refused with 422, nothing refunded. */
+export function evaluateRefundOtherBody(reply: Reply): Verdict {
+  const processed = isAnswer(reply) && is2xx(reply.status);
+  const problem = processed
+    ? `got ${reply.status}${isReplayed(reply) ? " replaying the first amount's refund" : ': another amount under a used refund key was refunded'}`
+    : statusProblem(reply, 422, 'same refund key, other amount');
+  return judge([problem], '422 for another amount under a used refund key');
+}
+
+/**
+ * N copies of one keyed refund at once make one refund: exactly one is
+ * processed, every other 2xx is that refund replayed (same id, same bytes)
+ * and anything else is 409 + Retry-After (still in flight); a follow-up
+ * once all have answered replays the one refund.
+ */
+export function evaluateRefundConcurrent(replies: Reply[], followUp: Reply): Verdict {
+  const answers = replies.filter(isAnswer);
+  const successes = answers.filter((answer) => is2xx(answer.status));
+  const originals = successes.filter((answer) => !isReplayed(answer));
+  const problems: Problem[] = replies.map((reply, index) => !isAnswer(reply) && `copy ${index + 1}: no answer (${reply.error})`);
+  const ids = [...new Set(successes.map((answer) => createdIdOf(answer) ?? '(no id)'))];
+  if (ids.length > 1) problems.push(`${ids.length} different refunds for one key: ${ids.join(', ')}`);
+  if (originals.length !== 1)
+    return judge([...problems, `${originals.length} of ${replies.length} were processed (not replays); expected exactly 1`], '');
+  const [original] = originals;
+  let replays = 0;
+  let conflicts = 0;
+  for (const answer of answers.filter((candidate) => candidate !== original)) {
+    if (answer.status === 409) {
+      conflicts++;
+      problems.push(retryAfterProblem(answer, 'copy'));
+    } else if (isReplayed(answer)) {
+      replays++;
+      problems.push(...replayProblems(original, answer, 'replayed copy'));
+    } else {
+      problems.push(`a copy got ${answer.status}: neither the refund replayed nor 409 + Retry-After`);
+    }
+  }
+  problems.push(...replayProblems(original, followUp, 'follow-up after all answered'));
+  return judge(
+    problems,
+    `one refund (${createdIdOf(original) ?? 'no id'}): 1 processed, ${replays} replayed, ${conflicts} x 409 + Retry-After; the follow-up replays it`,
+  );
+}
+
+export interface OverCaptureObservation {
+  /** What the fresh resource could refund in total. */
+  total: number;
+  /** The amount of each of the two refunds (more than half of the total). */
+  amount: number;
+  /** The field of the refund's body (and request) holding its amount. */
+  amountField: string;
+  first: Reply;
+  /** The second refund, under another key. */
+  second: Reply;
+  /** GET of the resource afterwards (--resource-path), or null: judged by the answers. */
+  resource: Reply | null;
+  /** The resource's field holding the amount refunded so far. */
+  refundedField: string;
+  /** Without a resource GET: the first refund's key sent again after the 422 (its stored answer, unchanged). */
+  replayOfFirst: Reply | null;
+}
+
+/**
+ * Two refunds under different keys that together exceed what the resource
+ * can refund: the second is refused with 422 and writes nothing, the first
+ * stays as it was - by the resource's refunded amount when it can be read,
+ * else by the answers (the first's own amount, and its replay unchanged).
+ */
+export function evaluateRefundOverCapture(o: OverCaptureObservation): Verdict {
+  const what = `two refunds of ${o.amount} of ${o.total}`;
+  const first = statusProblem(o.first, '2xx', `${what}: the first`);
+  if (first || !isAnswer(o.first)) return judge([first], '');
+  const accepted = isAnswer(o.second) && is2xx(o.second.status) ? o.second.status : null;
+  const problems: Problem[] = [
+    accepted !== null
+      ? `${what}: the second got ${accepted}: ${2 * o.amount} refunded of ${o.total}`
+      : statusProblem(o.second, 422, `${what}: the second`),
+  ];
+  const firstAmount = numberAt(o.first.body, o.amountField);
+  if (firstAmount !== null && firstAmount !== o.amount)
+    problems.push(`the first refund's ${o.amountField} is ${firstAmount}, it was asked for ${o.amount}`);
+  if (o.resource) {
+    const status = statusProblem(o.resource, 200, 'GET of the resource afterwards');
+    const refunded = isAnswer(o.resource) && !status ? numberAt(o.resource.body, o.refundedField) : null;
+    if (status) problems.push(status);
+    else if (refunded === null) problems.push(`GET of the resource afterwards: no number at "${o.refundedField}"`);
+    else if (refunded !== o.amount)
+      problems.push(`GET of the resource afterwards: ${o.refundedField} ${refunded}, expected the first refund's ${o.amount} alone`);
+    return judge(problems, `the second refund 422; the resource shows ${o.refundedField} ${o.amount} (the first alone)`);
+  }
+  if (firstAmount === null) problems.push(`the first refund's answer has no number at "${o.amountField}"`);
+  if (o.replayOfFirst) problems.push(...replayProblems(o.first, o.replayOfFirst, "the first refund's key after the 422"));
+  return judge(
+    problems,
+    `the second refund 422; the first's answer shows ${o.amount} and replays unchanged (judged by the answers: no --resource-path)`,
+  );
+}

@@ -60,12 +60,40 @@ describe('command line', () => {
   it('refuses unknown rows, flags and numbers with a usage error', () => {
     expect(() => parseCliArgs([...BASE, '--skip', 'replays'], {})).toThrow(
       new UsageError(
-        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, client-guidance, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated)',
+        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, client-guidance, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated, refund-replay, refund-other-body, refund-concurrent-duplicates, refund-over-capture)',
       ),
     );
     expect(() => parseCliArgs([...BASE, '--colour'], {})).toThrow(UsageError);
     expect(() => parseCliArgs([...BASE, '--concurrency', 'many'], {})).toThrow('--concurrency must be a whole number');
     expect(() => parseCliArgs(['--token', 't'], {})).toThrow('--base-url is required');
+  });
+
+  it('maps the refund flags (the refund rows run only with --refund-path)', () => {
+    const { options, bodyFiles } = run([
+      ...BASE,
+      '--refund-path',
+      '/v1/orders/{id}/refunds',
+      '--refund-body-file',
+      'refund.json',
+      '--refund-amount-field',
+      'amount.minor',
+      '--refund-total',
+      '2500',
+      '--resource-path',
+      '/v1/orders/{id}',
+      '--refunded-field',
+      'totals.refunded',
+    ]);
+    expect(options).toMatchObject({
+      refundPath: '/v1/orders/{id}/refunds',
+      refundAmountField: 'amount.minor',
+      refundTotal: 2500,
+      resourcePath: '/v1/orders/{id}',
+      refundedField: 'totals.refunded',
+    });
+    expect(bodyFiles.refundBody).toBe('refund.json');
+    expect(run(BASE).options.refundPath).toBeUndefined();
+    expect(() => parseCliArgs([...BASE, '--refund-total', 'all'], {})).toThrow('--refund-total must be a whole number');
   });
 
   it('answers --help before checking anything else', () => {
@@ -84,6 +112,26 @@ describe('resolveOptions', () => {
       concurrency: 5,
       tokenB: null,
     });
+  });
+
+  it('has no refund path by default, and the refund defaults', () => {
+    expect(resolveOptions({ baseUrl: 'http://x', token: 't' })).toMatchObject({
+      refundPath: null,
+      refundAmountField: 'amountMinor',
+      resourcePath: null,
+      refundedField: 'refundedMinor',
+    });
+  });
+
+  it('checks the refund templates and total', () => {
+    expect(() =>
+      resolveOptions({ baseUrl: 'http://x', token: 't', refundPath: '/v1/refunds', resourcePath: 'v1/orders/{id}', refundTotal: 0 }),
+    ).toThrow(
+      '--refund-path must start with "/" and contain {id}; --resource-path must start with "/" and contain {id}; --refund-total must be a whole number >= 1',
+    );
+    expect(resolveOptions({ baseUrl: 'http://x', token: 't', refundPath: '/v1/orders/{id}/refunds' }).refundPath).toBe(
+      '/v1/orders/{id}/refunds',
+    );
   });
 
   it('an empty key-status path means "do not look"', () => {

@@ -21,6 +21,20 @@ export interface ConformanceOptions {
   outageValue?: string;
   /** Template with {key} for the key's record (this service's admin view); null: do not look. */
   keyStatusPath?: string | null;
+  /**
+   * Template with {id} of the keyed refund route of a resource made through `path`
+   * (e.g. /v1/orders/{id}/refunds); without it the refund rows are SKIP.
+   */
+  refundPath?: string;
+  /** The refund's JSON body; the kit sets the amount at `refundAmountField`. Default {amountMinor, reason}. */
+  refundBody?: Json;
+  refundAmountField?: string;
+  /** What a fresh resource can refund in total; default: its 201 body's capturedMinor, else amountMinor. */
+  refundTotal?: number;
+  /** Template with {id} of the resource's GET, read after the over-capture refunds; null: judge by the answers. */
+  resourcePath?: string | null;
+  /** The field of that GET holding the amount refunded so far. */
+  refundedField?: string;
   concurrency?: number;
   timeoutMs?: number;
   maxRequests?: number;
@@ -44,14 +58,32 @@ export const DEFAULTS = {
   concurrency: 5,
   timeoutMs: 10_000,
   maxRequests: 100,
+  refundAmountField: 'amountMinor',
+  refundReason: 'requested_by_customer',
+  refundedField: 'refundedMinor',
   junitPath: 'conformance-results/junit.xml',
   jsonPath: 'conformance-results/report.json',
 } as const;
 
-export type ResolvedOptions = Omit<ConformanceOptions, 'tokenB' | 'keyStatusPath' | 'skip' | 'expectFail'> &
-  Required<Pick<ConformanceOptions, 'path' | 'varyField' | 'outageField' | 'outageValue' | 'concurrency' | 'timeoutMs' | 'maxRequests'>> & {
+export type ResolvedOptions = Omit<ConformanceOptions, 'tokenB' | 'keyStatusPath' | 'skip' | 'expectFail' | 'refundPath' | 'resourcePath'> &
+  Required<
+    Pick<
+      ConformanceOptions,
+      | 'path'
+      | 'varyField'
+      | 'outageField'
+      | 'outageValue'
+      | 'concurrency'
+      | 'timeoutMs'
+      | 'maxRequests'
+      | 'refundAmountField'
+      | 'refundedField'
+    >
+  > & {
     tokenB: string | null;
     keyStatusPath: string | null;
+    refundPath: string | null;
+    resourcePath: string | null;
     skip: Partial<Record<RowId, string>>;
     expectFail: Partial<Record<RowId, string>>;
   };
@@ -71,6 +103,10 @@ export function resolveOptions(options: ConformanceOptions): ResolvedOptions {
     concurrency: options.concurrency ?? DEFAULTS.concurrency,
     timeoutMs: options.timeoutMs ?? DEFAULTS.timeoutMs,
     maxRequests: options.maxRequests ?? DEFAULTS.maxRequests,
+    refundPath: options.refundPath || null,
+    refundAmountField: options.refundAmountField ?? DEFAULTS.refundAmountField,
+    resourcePath: options.resourcePath || null,
+    refundedField: options.refundedField ?? DEFAULTS.refundedField,
     tokenB: options.tokenB || null,
     skip: options.skip ?? {},
     expectFail: options.expectFail ?? {},
@@ -93,6 +129,11 @@ function problemsOf(options: ResolvedOptions): string[] {
     options.keyStatusPath !== null &&
       !/^\/.*\{key\}/.test(options.keyStatusPath) &&
       '--key-status-path must start with "/" and contain {key}',
+    options.refundPath !== null && !/^\/.*\{id\}/.test(options.refundPath) && '--refund-path must start with "/" and contain {id}',
+    options.resourcePath !== null && !/^\/.*\{id\}/.test(options.resourcePath) && '--resource-path must start with "/" and contain {id}',
+    options.refundTotal !== undefined &&
+      !integerIn(options.refundTotal, 1, Number.MAX_SAFE_INTEGER) &&
+      '--refund-total must be a whole number >= 1',
     ...listed.filter((id) => !isRowId(id)).map((id) => `unknown row "${id}" (rows: ${ROW_IDS.join(', ')})`),
   ].filter((problem): problem is string => typeof problem === 'string');
 }
@@ -103,6 +144,7 @@ export interface BodyFiles {
   body?: string;
   otherBody?: string;
   outageBody?: string;
+  refundBody?: string;
 }
 
 export type CliCommand = { kind: 'help' } | { kind: 'run'; options: ConformanceOptions; bodyFiles: BodyFiles };
@@ -119,6 +161,12 @@ const FLAGS = {
   'outage-field': { type: 'string' },
   'outage-value': { type: 'string' },
   'key-status-path': { type: 'string' },
+  'refund-path': { type: 'string' },
+  'refund-body-file': { type: 'string' },
+  'refund-amount-field': { type: 'string' },
+  'refund-total': { type: 'string' },
+  'resource-path': { type: 'string' },
+  'refunded-field': { type: 'string' },
   concurrency: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'max-requests': { type: 'string' },
@@ -147,6 +195,11 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     outageField: values['outage-field'],
     outageValue: values['outage-value'],
     keyStatusPath: values['key-status-path'],
+    refundPath: values['refund-path'],
+    refundAmountField: values['refund-amount-field'],
+    refundTotal: integerFlag(values['refund-total'], 'refund-total'),
+    resourcePath: values['resource-path'],
+    refundedField: values['refunded-field'],
     concurrency: integerFlag(values.concurrency, 'concurrency'),
     timeoutMs: integerFlag(values['timeout-ms'], 'timeout-ms'),
     maxRequests: integerFlag(values['max-requests'], 'max-requests'),
@@ -159,7 +212,12 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
   return {
     kind: 'run',
     options,
-    bodyFiles: { body: values['body-file'], otherBody: values['other-body-file'], outageBody: values['outage-body-file'] },
+    bodyFiles: {
+      body: values['body-file'],
+      otherBody: values['other-body-file'],
+      outageBody: values['outage-body-file'],
+      refundBody: values['refund-body-file'],
+    },
   };
 }
 
@@ -202,6 +260,18 @@ Usage: idempotency-conformance --base-url URL --token T [--token-b T2] [options]
   --outage-value V        default ${DEFAULTS.outageValue} (the simulator's outage token)
   --key-status-path P     the key's record, with {key} (default ${DEFAULTS.keyStatusPath});
                           "" to not look at it
+  --refund-path P         a keyed refund route with {id}, e.g. /v1/orders/{id}/refunds:
+                          runs the refund rows on resources the kit creates through
+                          --path (id from the 201 body or Location); without it they
+                          are SKIP
+  --refund-body-file F    the refund's JSON body (default {"${DEFAULTS.refundAmountField}": N,
+                          "reason": "${DEFAULTS.refundReason}"}); the kit sets the amount
+  --refund-amount-field PATH  where the amount goes (default ${DEFAULTS.refundAmountField})
+  --refund-total N        what a fresh resource can refund in total (default: its 201
+                          body's capturedMinor, else amountMinor)
+  --resource-path P       the resource's GET with {id}, read after the over-capture
+                          refunds (default: none, judged by the answers)
+  --refunded-field PATH   its amount refunded so far (default ${DEFAULTS.refundedField})
   --concurrency N         concurrent duplicates, 2-20 (default ${DEFAULTS.concurrency})
   --timeout-ms N          per request (default ${DEFAULTS.timeoutMs})
   --max-requests N        hard ceiling for the run (default ${DEFAULTS.maxRequests})

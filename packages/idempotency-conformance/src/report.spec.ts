@@ -45,12 +45,31 @@ describe('known failures (--expect-fail)', () => {
 });
 
 describe('skipping', () => {
-  const have = { firstUse: true, tokenB: true, skip: undefined };
+  const have = { firstUse: true, tokenB: true, refundPath: true, refundFirst: true, skip: undefined };
   it('--skip wins, then a missing second tenant, then a missing first use', () => {
     expect(skipReason({ requires: ['first-use', 'token-b'] }, { ...have, skip: 'no simulator' })).toBe('skipped by --skip: no simulator');
     expect(skipReason({ requires: ['first-use', 'token-b'] }, { ...have, tokenB: false })).toContain('needs --token-b');
     expect(skipReason({ requires: ['first-use'] }, { ...have, firstUse: false })).toContain('needs a first use');
     expect(skipReason({}, { ...have, firstUse: false, tokenB: false })).toBeNull();
+  });
+
+  it('the refund rows are SKIP without --refund-path, refund-other-body also without a first refund', () => {
+    expect(skipReason({ requires: ['refund-path'] }, { ...have, refundPath: false })).toBe(
+      'skipped: no --refund-path (a refund route with {id})',
+    );
+    expect(skipReason({ requires: ['refund-path', 'refund-first'] }, { ...have, refundPath: false })).toContain('no --refund-path');
+    expect(skipReason({ requires: ['refund-path', 'refund-first'] }, { ...have, refundFirst: false })).toContain('needs a first refund');
+    expect(skipReason({ requires: ['refund-path'] }, { ...have, refundFirst: false })).toBeNull();
+    expect(skipReason({ requires: ['refund-path'] }, { ...have, refundPath: false, skip: 'x' })).toBe('skipped by --skip: x');
+  });
+
+  it('every refund row needs --refund-path, and no other row does', () => {
+    expect(ROWS.filter((each) => each.requires?.includes('refund-path')).map((each) => each.id)).toEqual([
+      'refund-replay',
+      'refund-other-body',
+      'refund-concurrent-duplicates',
+      'refund-over-capture',
+    ]);
   });
 
   it('every row id has exactly one row, in the documented order', () => {

@@ -3,8 +3,9 @@
 // and random per row and run, so rows never see each other's records (nor
 // another team's); only first-use's key is shared, on purpose, with the rows
 // that replay it.
-import type { Bodies } from './bodies.js';
+import { refundBodyFor, type Bodies, type Json } from './bodies.js';
 import {
+  createdIdOf,
   evaluateClientGuidance,
   evaluateConcurrent,
   evaluateFirstUse,
@@ -16,10 +17,17 @@ import {
   evaluateOtherBody,
   evaluateOutage,
   evaluateQuotedKey,
+  evaluateRefundConcurrent,
+  evaluateRefundOtherBody,
+  evaluateRefundOverCapture,
+  evaluateRefundReplay,
   evaluateReplay,
   evaluateSecondTenant,
   evaluateUnauthenticated,
+  numberAt,
   parseJson,
+  refundAmounts,
+  type RefundAmounts,
   retryAfterSeconds,
   type Verdict,
 } from './evaluate.js';
@@ -44,6 +52,10 @@ export const ROW_IDS = [
   'provider-outage',
   'second-tenant',
   'unauthenticated',
+  'refund-replay',
+  'refund-other-body',
+  'refund-concurrent-duplicates',
+  'refund-over-capture',
 ] as const;
 
 /** A row's id, as --skip and --expect-fail name it. */
@@ -61,6 +73,21 @@ export interface RowSettings {
   keyStatusPath: string | null;
   timeoutMs: number;
   baseUrl: string;
+  /** The refund rows' settings; null without --refund-path (the rows are SKIP). */
+  refund: RefundSettings | null;
+}
+
+export interface RefundSettings {
+  /** The refund route, with {id}. */
+  pathTemplate: string;
+  /** The refund body; `amountField` is set per request. */
+  body: Json;
+  amountField: string;
+  /** What a fresh resource can refund; undefined: read from the create's 201 body. */
+  total: number | undefined;
+  /** The resource's GET with {id}; null: the over-capture row judges by the answers. */
+  resourcePath: string | null;
+  refundedField: string;
 }
 
 export interface RowContext {
@@ -71,6 +98,8 @@ export interface RowContext {
   key(label: string): string;
   /** Set by first-use: the key and its answer, for the rows that replay it. */
   firstUse: { key: string; answer: Answer } | null;
+  /** Set by refund-replay: its key, resource and amounts, for refund-other-body. */
+  refundFirst: { key: string; resourceId: string; amounts: RefundAmounts } | null;
 }
 
 export interface RowOutcome {
@@ -83,7 +112,7 @@ export interface Row {
   title: string;
   /** The clause it checks: the IETF draft's section, or this service's README contract. */
   clause: string;
-  requires?: Array<'first-use' | 'token-b'>;
+  requires?: Array<'first-use' | 'token-b' | 'refund-path' | 'refund-first'>;
   run(ctx: RowContext): Promise<RowOutcome>;
 }
 
@@ -380,6 +409,148 @@ const unauthenticated: Row = {
   },
 };
 
+// ---------------------------------------------------------------- refunds
+
+const refundSettings = (ctx: RowContext): RefundSettings => {
+  if (!ctx.settings.refund) throw new Error('no --refund-path (the row was meant to be skipped)');
+  return ctx.settings.refund;
+};
+
+interface Refundable {
+  id: string;
+  /** What it can refund in total; null when neither --refund-total nor its 201 body says. */
+  total: number | null;
+  answer: Answer;
+}
+
+/** A fresh resource through the create route (its own key): the refund rows never share one with another row. */
+async function createRefundable(ctx: RowContext, label: string): Promise<Refundable> {
+  const reply = await post(ctx, { key: ctx.key(label) });
+  if (!isAnswer(reply)) throw new Error(`creating a resource to refund (POST ${ctx.settings.path}): no answer (${reply.error})`);
+  if (reply.status < 200 || reply.status > 299)
+    throw new Error(`creating a resource to refund (POST ${ctx.settings.path}): got ${reply.status}`);
+  const id = createdIdOf(reply);
+  if (!id) throw new Error(`the create's ${reply.status} has neither an "id" field nor a Location: nothing to refund`);
+  const total = refundSettings(ctx).total ?? numberAt(reply.body, 'capturedMinor') ?? numberAt(reply.body, 'amountMinor');
+  return { id, total, answer: reply };
+}
+
+function refund(ctx: RowContext, resourceId: string, key: string, body: string): Promise<Reply> {
+  const path = refundSettings(ctx).pathTemplate.replace('{id}', encodeURIComponent(resourceId));
+  const headers = { authorization: `Bearer ${ctx.settings.token}`, 'idempotency-key': key };
+  return ctx.http.send({ method: 'POST', path, headers, body });
+}
+
+const refundBody = (ctx: RowContext, amount: number) => refundBodyFor(refundSettings(ctx).body, refundSettings(ctx).amountField, amount);
+
+const REFUND = `${README} (refunds: a keyed refund is an idempotent POST like any other)`;
+
+const refundReplay: Row = {
+  id: 'refund-replay',
+  title: 'keyed refund: same key + same body -> same status, same bytes, Idempotent-Replayed',
+  clause: `${DRAFT} §2.6; ${REFUND}: same key, same body, finished`,
+  requires: ['refund-path'],
+  async run(ctx) {
+    const target = await createRefundable(ctx, 'refund-target');
+    const amounts = refundAmounts(target.total ?? 1);
+    const key = ctx.key('refund');
+    const body = refundBody(ctx, amounts.small);
+    const first = await refund(ctx, target.id, key, body);
+    const retry = await refund(ctx, target.id, key, body);
+    if (isAnswer(first) && first.status >= 200 && first.status < 300) ctx.refundFirst = { key, resourceId: target.id, amounts };
+    return {
+      verdict: evaluateRefundReplay(first, retry),
+      evidence: [evidenceOf(`created ${target.id}`, target.answer), evidenceOf(`refund ${body}`, first), evidenceOf('retry', retry)],
+    };
+  },
+};
+
+const refundOtherBody: Row = {
+  id: 'refund-other-body',
+  title: 'keyed refund: same key + other amount -> 422',
+  clause: `${DRAFT} §2.2 and §2.7; ${REFUND}: same key, other body -> 422 idempotency_key_reused`,
+  requires: ['refund-path', 'refund-first'],
+  async run(ctx) {
+    if (!ctx.refundFirst) throw new Error('refund-replay has not succeeded');
+    const { key, resourceId, amounts } = ctx.refundFirst;
+    const body = refundBody(ctx, amounts.other);
+    const reply = await refund(ctx, resourceId, key, body);
+    return { verdict: evaluateRefundOtherBody(reply), evidence: [evidenceOf(`same key, ${body}`, reply)] };
+  },
+};
+
+const refundConcurrent: Row = {
+  id: 'refund-concurrent-duplicates',
+  title: 'N copies of one keyed refund at once -> one refund (its replays, or 409 + Retry-After)',
+  clause: `${DRAFT} §2.6 (concurrent request) and §2.7 (409); ${REFUND}: same key while the first request is still running`,
+  requires: ['refund-path'],
+  async run(ctx) {
+    const target = await createRefundable(ctx, 'refund-concurrent-target');
+    const key = ctx.key('refund-concurrent');
+    const body = refundBody(ctx, refundAmounts(target.total ?? 1).small);
+    const replies = await Promise.all(Array.from({ length: ctx.settings.concurrency }, () => refund(ctx, target.id, key, body)));
+    const followUp = await refund(ctx, target.id, key, body);
+    return {
+      verdict: evaluateRefundConcurrent(replies, followUp),
+      evidence: [
+        evidenceOf(`created ${target.id}`, target.answer),
+        ...replies.map((reply, index) => evidenceOf(`copy ${index + 1}`, reply)),
+        evidenceOf('follow-up', followUp),
+      ],
+    };
+  },
+};
+
+const refundOverCapture: Row = {
+  id: 'refund-over-capture',
+  title: 'two refunds (other keys) past what was captured -> the second 422, the first intact',
+  clause: `${REFUND}: a refund that would take the refunds past the captured amount -> 422, nothing written`,
+  requires: ['refund-path'],
+  async run(ctx) {
+    const settings = refundSettings(ctx);
+    const target = await createRefundable(ctx, 'refund-over-target');
+    if (target.total === null) {
+      const reason = `no --refund-total, and the create's 201 body has no capturedMinor or amountMinor`;
+      return { verdict: { status: 'SKIP', reason }, evidence: [evidenceOf(`created ${target.id}`, target.answer)] };
+    }
+    const amount = refundAmounts(target.total).overCapture;
+    if (amount === null) {
+      return { verdict: { status: 'SKIP', reason: `a total of ${target.total} cannot be split into two refunds` }, evidence: [] };
+    }
+    const body = refundBody(ctx, amount);
+    const firstKey = ctx.key('refund-over-a');
+    const first = await refund(ctx, target.id, firstKey, body);
+    const second = await refund(ctx, target.id, ctx.key('refund-over-b'), body);
+    const resource =
+      settings.resourcePath === null
+        ? null
+        : await ctx.http.get(ctx.http.resolve(ctx.http.fullPath(settings.resourcePath.replace('{id}', encodeURIComponent(target.id)))), {
+            authorization: `Bearer ${ctx.settings.token}`,
+          });
+    const replayOfFirst = resource === null ? await refund(ctx, target.id, firstKey, body) : null;
+    const evidence = [
+      evidenceOf(`created ${target.id} (total ${target.total})`, target.answer),
+      evidenceOf(`refund ${body}`, first),
+      evidenceOf(`another key, ${body}`, second),
+    ];
+    if (resource) evidence.push(evidenceOf(`GET ${settings.resourcePath}`, resource));
+    if (replayOfFirst) evidence.push(evidenceOf("the first refund's key again", replayOfFirst));
+    return {
+      verdict: evaluateRefundOverCapture({
+        total: target.total,
+        amount,
+        amountField: settings.amountField,
+        first,
+        second,
+        resource,
+        refundedField: settings.refundedField,
+        replayOfFirst,
+      }),
+      evidence,
+    };
+  },
+};
+
 export const ROWS: readonly Row[] = [
   missingKey,
   malformedKey,
@@ -396,4 +567,8 @@ export const ROWS: readonly Row[] = [
   providerOutage,
   secondTenant,
   unauthenticated,
+  refundReplay,
+  refundOtherBody,
+  refundConcurrent,
+  refundOverCapture,
 ];

@@ -4,13 +4,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { defaultOrderBody, deriveBodies, type Bodies } from './bodies.js';
+import { defaultOrderBody, defaultRefundBody, deriveBodies, refundBodyFor, type Bodies, type Json } from './bodies.js';
 import type { Verdict } from './evaluate.js';
 import { KitHttp } from './http.js';
 import { renderJUnit } from './junit.js';
-import { resolveOptions, UsageError, type ConformanceOptions, type ResolvedOptions } from './options.js';
+import { DEFAULTS, resolveOptions, UsageError, type ConformanceOptions, type ResolvedOptions } from './options.js';
 import { applyExpectation, countRows, redactUrl, type Report, type RowResult } from './report.js';
-import { ROWS, type Row, type RowContext, type RowOutcome } from './rows.js';
+import { ROWS, type RefundSettings, type Row, type RowContext, type RowOutcome } from './rows.js';
 
 /**
  * Runs every row, in order, against one deployment and resolves to the report
@@ -57,11 +57,31 @@ function createContext(options: ResolvedOptions, runId: string): RowContext {
       concurrency: options.concurrency,
       keyStatusPath: options.keyStatusPath,
       timeoutMs: options.timeoutMs,
+      refund: refundSettingsFor(options),
     },
     bodies: bodiesFor(options, runId),
     // Random per row and run: a shared environment's earlier records (or another team's) are never hit.
     key: (label) => `conformance-${runId}-${label}-${randomUUID()}`,
     firstUse: null,
+    refundFirst: null,
+  };
+}
+
+function refundSettingsFor(options: ResolvedOptions): RefundSettings | null {
+  if (options.refundPath === null) return null;
+  const body: Json = options.refundBody ?? defaultRefundBody(options.refundAmountField, DEFAULTS.refundReason);
+  try {
+    refundBodyFor(body, options.refundAmountField, 1);
+  } catch (error) {
+    throw new UsageError(`refund body: ${(error as Error).message} (--refund-amount-field ${options.refundAmountField})`);
+  }
+  return {
+    pathTemplate: options.refundPath,
+    body,
+    amountField: options.refundAmountField,
+    total: options.refundTotal,
+    resourcePath: options.resourcePath,
+    refundedField: options.refundedField,
   };
 }
 
@@ -85,7 +105,13 @@ function bodiesFor(options: ResolvedOptions, runId: string): Bodies {
 
 async function runRow(row: Row, ctx: RowContext, options: ResolvedOptions): Promise<RowResult> {
   const started = Date.now();
-  const skipped = skipReason(row, { firstUse: ctx.firstUse !== null, tokenB: options.tokenB !== null, skip: options.skip[row.id] });
+  const skipped = skipReason(row, {
+    firstUse: ctx.firstUse !== null,
+    tokenB: options.tokenB !== null,
+    refundPath: options.refundPath !== null,
+    refundFirst: ctx.refundFirst !== null,
+    skip: options.skip[row.id],
+  });
   const outcome: RowOutcome =
     skipped !== null ? { verdict: { status: 'SKIP', reason: skipped }, evidence: [] } : await row.run(ctx).catch(crashed);
   const { status, reason } = applyExpectation(outcome.verdict, options.expectFail[row.id]);
@@ -100,9 +126,11 @@ function crashed(error: unknown): RowOutcome {
 
 export function skipReason(
   row: Pick<Row, 'requires'>,
-  have: { firstUse: boolean; tokenB: boolean; skip: string | undefined },
+  have: { firstUse: boolean; tokenB: boolean; refundPath: boolean; refundFirst: boolean; skip: string | undefined },
 ): string | null {
   if (have.skip !== undefined) return `skipped by --skip: ${have.skip}`;
+  if (row.requires?.includes('refund-path') && !have.refundPath) return 'skipped: no --refund-path (a refund route with {id})';
+  if (row.requires?.includes('refund-first') && !have.refundFirst) return 'needs a first refund that got a 2xx (see row refund-replay)';
   if (row.requires?.includes('token-b') && !have.tokenB) return "needs --token-b (a second tenant's API key)";
   if (row.requires?.includes('first-use') && !have.firstUse) return 'needs a first use that got a 2xx (see row first-use)';
   return null;
