@@ -191,3 +191,53 @@ describe('asynchronous payments', () => {
     expect(await inboxOf(orderId)).toMatchObject([{ type: 'charge.succeeded', outcome: 'ignored', reason: 'already_final' }]);
   });
 });
+
+/** The simulator on its own (PAYMENT_SIMULATOR_ASYNC_SETTLE_MS): it settles a charge later and says so by webhook, as a provider does. */
+describe('asynchronous payments settled by the simulator on its own', () => {
+  let t: TestApp;
+  let sender: SimulatedWebhookSender;
+  const secret = newWebhookSecret();
+
+  beforeAll(async () => {
+    t = await startApp({ dbName: 'test_async_self_settling', env: { WEBHOOK_SECRETS: secret, PAYMENT_SIMULATOR_ASYNC_SETTLE_MS: '200' } });
+    await t.app.listen(0, '127.0.0.1');
+    const url = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}/v1/webhooks/payments`;
+    sender = t.app.get(SimulatedWebhookSender);
+    sender.configure({ url, secrets: [secret], delayMs: 0, jitterMs: 0, duplicateRate: 0, lossRate: 0, maxAttempts: 8, backoffMs: 20 });
+  });
+  afterAll(async () => {
+    await sender.drain();
+    await t.close();
+  });
+
+  async function finalState(orderId: string): Promise<string> {
+    for (let waited = 0; waited < 10_000; waited += 50) {
+      const { state } = (await t.http().get(`/v1/orders/${orderId}`).set(auth()).expect(200)).body as { state: string };
+      if (state !== 'processing') return state;
+      await sleep(50);
+    }
+    return 'processing';
+  }
+
+  it('tok_async ends saved once and tok_async_decline failed, each by the webhook the simulator sent', async () => {
+    const created = async (key: string, token: string) =>
+      (
+        await t
+          .http()
+          .post('/v1/orders')
+          .set(auth())
+          .set('Idempotency-Key', key)
+          .send(orderBody({ paymentMethod: { token } }))
+          .expect(202)
+      ).body.id as string;
+    const paid = await created('self-settled', 'tok_async');
+    const declined = await created('self-declined', 'tok_async_decline');
+    expect(await finalState(paid)).toBe('saved');
+    expect(await finalState(declined)).toBe('failed');
+    await sender.drain();
+    expect(await effectsOf(t.db, paid)).toEqual(SAVED_ONCE);
+    expect(await t.db.collection('webhook_inbox').countDocuments({ orderId: paid, outcome: 'applied' })).toBe(1);
+    expect(await t.db.collection('orders').findOne({ _id: declined as never })).toMatchObject({ failureReason: 'card_declined' });
+    expect(await findViolations({ db: t.db, simulatorDb: t.simulatorDb })).toEqual([]);
+  });
+});

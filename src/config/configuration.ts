@@ -265,6 +265,12 @@ class EnvironmentVariables {
   @Max(31 * 24 * 3600)
   PAYMENT_AUTHORIZATION_TTL_SECONDS: number = 7 * 24 * 3600;
 
+  /** The simulator settles a `processing` charge on its own after this long (0: only when told, as the tests do). */
+  @IsInt()
+  @Min(0)
+  @Max(3600000)
+  PAYMENT_SIMULATOR_ASYNC_SETTLE_MS: number = 0;
+
   // The sweep of lapsed manual-capture authorizations (void or mark expired); runs where the reaper runs. 0 = off.
   @IsInt()
   @Min(0)
@@ -562,6 +568,8 @@ export interface PaymentsSettings {
   authorizationTtlSeconds: number;
   /** The expiry sweep of lapsed authorizations (orders/payment-actions/authorization-expiry.sweep.ts); intervalMs 0 = off. */
   authorizationSweep: { intervalMs: number; batchSize: number };
+  /** When the simulator settles an asynchronous charge by itself (0: never; settleProcessing does). */
+  asyncSettleMs: number;
 }
 
 /** Provider webhooks (POST /v1/webhooks/payments) and the bound on `processing` orders. */
@@ -768,6 +776,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       simulatorLatencyMs: env.PAYMENT_SIMULATOR_LATENCY_MS,
       retryAfterSeconds: env.PAYMENT_RETRY_AFTER_SECONDS,
       authorizationTtlSeconds: env.PAYMENT_AUTHORIZATION_TTL_SECONDS,
+      asyncSettleMs: env.PAYMENT_SIMULATOR_ASYNC_SETTLE_MS,
       authorizationSweep: { intervalMs: env.AUTHORIZATION_SWEEP_INTERVAL_MS, batchSize: env.AUTHORIZATION_SWEEP_BATCH_SIZE },
     },
     redis: {

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import { randomUUID } from 'node:crypto';
 import type { ClientSession, Collection, MongoClient } from 'mongodb';
@@ -43,6 +43,8 @@ export const TEST_TOKENS = {
   authorizationExpires: 'tok_auth_expires',
   /** The provider answers `processing`; the outcome comes later (settleProcessing, by webhook). */
   asynchronous: 'tok_async',
+  /** Like tok_async, and when the simulator settles it on its own (PAYMENT_SIMULATOR_ASYNC_SETTLE_MS), it declines. */
+  asynchronousDeclines: 'tok_async_decline',
 } as const;
 
 type ChargeStatus = 'succeeded' | 'authorized' | 'processing' | 'declined' | 'captured' | 'voided' | 'canceled';
@@ -97,8 +99,10 @@ interface OperationDoc {
  * record under its key and the charge it changes commit together.
  */
 @Injectable()
-export class SimulatedPaymentGateway extends PaymentGateway {
+export class SimulatedPaymentGateway extends PaymentGateway implements OnApplicationShutdown {
   private readonly charges: Collection<ChargeDoc>;
+  /** Charges waiting to be settled on their own (PAYMENT_SIMULATOR_ASYNC_SETTLE_MS), by charge key. */
+  private readonly settling = new Map<string, NodeJS.Timeout>();
   private readonly operations: Collection<OperationDoc>;
   private readonly client: MongoClient;
 
@@ -123,6 +127,7 @@ export class SimulatedPaymentGateway extends PaymentGateway {
         return { outcome: 'canceled' };
       case 'processing':
         this.webhooks.send(chargeEvent('charge.processing', factsOf(stored), stored.createdAt));
+        this.settleLater(stored);
         return { outcome: 'processing' };
       case 'declined':
         return { outcome: 'declined', reason: 'card_declined' };
@@ -141,6 +146,28 @@ export class SimulatedPaymentGateway extends PaymentGateway {
     if (!stored.expiresAt) throw new Error(`Charge key ${request.chargeKey} holds a charge (${stored.status}), not an authorization`);
     this.metrics.paymentCharges.inc({ result: 'authorized' });
     return { outcome: 'authorized', authorization: toAuthorization(stored) };
+  }
+
+  onApplicationShutdown(): void {
+    for (const timer of this.settling.values()) clearTimeout(timer);
+    this.settling.clear();
+  }
+
+  /**
+   * Like a real provider, decide an asynchronous charge on its own a while
+   * later (and send its webhook); once per charge, and only when configured:
+   * the tests settle by hand.
+   */
+  private settleLater(charge: ChargeDoc): void {
+    if (this.config.asyncSettleMs <= 0 || this.settling.has(charge._id)) return;
+    const outcome = charge.paymentToken === TEST_TOKENS.asynchronousDeclines ? 'declined' : 'succeeded';
+    const timer = setTimeout(() => {
+      this.settling.delete(charge._id);
+      // Canceled meanwhile by the processing bound, or the store gone at shutdown: nothing to settle.
+      this.settleProcessing(charge._id, outcome).catch(() => undefined);
+    }, this.config.asyncSettleMs);
+    timer.unref();
+    this.settling.set(charge._id, timer);
   }
 
   async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
@@ -282,7 +309,7 @@ export class SimulatedPaymentGateway extends PaymentGateway {
     const now = new Date();
     const doc: ChargeDoc = {
       _id: request.chargeKey,
-      status: as === 'authorize' ? 'authorized' : request.paymentToken === TEST_TOKENS.asynchronous ? 'processing' : 'succeeded',
+      status: as === 'authorize' ? 'authorized' : ASYNCHRONOUS.has(request.paymentToken) ? 'processing' : 'succeeded',
       id: `ch_${randomId()}`,
       amountMinor: request.amountMinor,
       currency: request.currency,
@@ -380,6 +407,7 @@ export class SimulatedPaymentGateway extends PaymentGateway {
 }
 
 const MAJORITY = { w: 'majority', j: true } as const;
+const ASYNCHRONOUS = new Set<string>([TEST_TOKENS.asynchronous, TEST_TOKENS.asynchronousDeclines]);
 /** A simulator transaction past this is the provider not answering (a 503 to the caller, retried by key). */
 const TRANSACTION_TIMEOUT_MS = 10_000;
 const OPERATION_ID_PREFIX: Record<OperationKind, string> = { capture: 'cp', void: 'vd', refund: 're' };
