@@ -89,6 +89,36 @@ export class OrderRepository {
   }
 
   /** Orders waiting on their provider since before `before`, oldest first (the processing reconciliation). */
+  /**
+   * Orders stored by a release before the money fields existed get the
+   * amounts their state implies - a `charged` or `saved` order was charged
+   * in full, automatically; any other took nothing - so that they can be
+   * refunded like any other. One conditional update per order (only where
+   * the field is still absent): running it again, or on several instances
+   * at once, changes nothing more. Returns how many orders it filled.
+   */
+  async backfillMoneyFields(batchSize = 500): Promise<number> {
+    let filled = 0;
+    for (;;) {
+      const legacy = await this.native
+        .find({ capturedMinor: { $exists: false } }, { projection: { _id: 1, state: 1, amountMinor: 1 } })
+        .limit(batchSize)
+        .toArray();
+      let filledNow = 0;
+      for (const order of legacy) {
+        const taken = order.state === 'charged' || order.state === 'saved' ? order.amountMinor : 0;
+        const money = { authorizedMinor: taken, capturedMinor: taken, refundedMinor: 0, refundableMinor: taken };
+        const result = await this.native.updateOne(
+          { _id: order._id, capturedMinor: { $exists: false } },
+          { $set: { capture: 'automatic', ...money, authorizationExpiresAt: null } },
+        );
+        filledNow += result.modifiedCount;
+      }
+      filled += filledNow;
+      if (legacy.length < batchSize || filledNow === 0) return filled;
+    }
+  }
+
   findProcessingSince(before: Date, limit: number): Promise<Order[]> {
     return this.orders
       .find({ state: 'processing', 'stateHistory.processing': { $lte: before } })

@@ -1,4 +1,4 @@
-import { Module, type OnModuleInit } from '@nestjs/common';
+import { Logger, Module, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { LedgerModule } from '../ledger/ledger.module.js';
@@ -29,11 +29,23 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
   ],
   exports: [OrdersService, OrderRepository, OrderPaymentActions, AsyncSettlement],
 })
-export class OrdersModule implements OnModuleInit {
+export class OrdersModule implements OnModuleInit, OnApplicationBootstrap {
+  private readonly logger = new Logger(OrdersModule.name);
+
   constructor(
     private readonly reaper: IdempotencyReaper,
     private readonly workflow: OrderWorkflow,
+    private readonly orders: OrderRepository,
   ) {}
+
+  /** Orders of an earlier release get their money fields, in the background (refunds need them). */
+  onApplicationBootstrap(): void {
+    this.orders.backfillMoneyFields().then(
+      (filled) => filled > 0 && this.logger.log({ msg: 'orders of an earlier release given their money fields', filled }),
+      (error: unknown) =>
+        this.logger.warn({ msg: 'money fields backfill stopped; it runs again at the next start', error: (error as Error).name }),
+    );
+  }
 
   /** Plugs the order state machine into the reaper: stale orders are reconciled with the provider, never charged. */
   onModuleInit(): void {
