@@ -29,6 +29,19 @@ const SETTLE_DEADLINE_MS = 15_000;
 const SCENARIO_TIMEOUT_MS = 60_000;
 /** SIGKILL drops the connection: the kernel closes the socket with no HTTP response. */
 const DROPPED = /socket hang up|ECONNRESET|EPIPE/;
+
+/** `check` until it passes (returning its value) or `timeoutMs` ends; then its last failure is thrown. */
+async function eventually<T>(check: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
 const AMOUNT = 900;
 
 describe('refunds: real processes killed mid-refund', () => {
@@ -131,17 +144,26 @@ describe('refunds: real processes killed mid-refund', () => {
           SETTLE_DEADLINE_MS,
           async () => `still pending after ${SETTLE_DEADLINE_MS} ms\n${service.describe()}`,
         );
-        const refund = await dbs.db.collection('refunds').findOne({});
-        const order = await dbs.db.collection('orders').findOne({ _id: orderId as never });
+        // Read from outside while the reaper may still be committing: the emulator serializes transactions
+        // but lets a read outside them see one half-way (the record failed, its refund not yet), so the
+        // end state is awaited as a whole; on a real mongod the first read already sees it all or nothing.
+        const refund = await eventually(async () => {
+          const found = await dbs.db.collection('refunds').findOne({});
+          const order = await dbs.db.collection('orders').findOne({ _id: orderId as never });
+          if (point === 'after-refund-provider') {
+            expect(found).toMatchObject({ state: 'succeeded' });
+            expect(order).toMatchObject({ refundedMinor: AMOUNT, refundableMinor: 2500 - AMOUNT });
+          } else {
+            expect(found).toMatchObject({ state: 'failed', failureReason: 'abandoned' });
+            expect(order).toMatchObject({ state: 'saved', refundedMinor: 0, refundableMinor: 2500 });
+          }
+          return found;
+        }, SETTLE_DEADLINE_MS);
         if (point === 'after-refund-provider') {
-          expect(refund).toMatchObject({ state: 'succeeded' });
-          expect(order).toMatchObject({ refundedMinor: AMOUNT, refundableMinor: 2500 - AMOUNT });
           expect(await providerRefunds(dbs)).toBe(1);
           const replay = await postRefund(service.baseUrl, orderId, key);
           expect([replay.status, replay.headers['idempotent-replayed'], replay.json.id]).toEqual([201, 'true', refund!._id]);
         } else {
-          expect(refund).toMatchObject({ state: 'failed', failureReason: 'abandoned' });
-          expect(order).toMatchObject({ state: 'saved', refundedMinor: 0, refundableMinor: 2500 });
           expect(await providerRefunds(dbs)).toBe(0);
           expect(await dbs.simulatorDb.collection('operations').countDocuments({ status: 'canceled' })).toBe(1);
         }
