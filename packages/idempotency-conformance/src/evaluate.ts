@@ -225,30 +225,48 @@ function differingFields(a: unknown, b: unknown): string {
  * follow-up once all have answered replays the one result.
  */
 export function evaluateConcurrent(replies: Reply[], followUp: Reply): Verdict {
+  const tally = tallyConcurrent(replies, followUp, [], { copy: 'duplicate', replay: 'a replay' });
+  if ('verdict' in tally) return tally.verdict;
+  const { problems, original, replays, conflicts } = tally;
+  return judge(
+    problems,
+    `1 processed (${original.status}), ${replays} replayed, ${conflicts} x 409 + Retry-After; the follow-up replays it`,
+  );
+}
+
+/**
+ * What N copies of one keyed request sent at once came to: the one that was
+ * processed, how many others were it replayed or 409 + Retry-After, and
+ * every problem found (`problems` come first: the caller's own checks).
+ */
+function tallyConcurrent(
+  replies: Reply[],
+  followUp: Reply,
+  problems: Problem[],
+  words: { copy: string; replay: string },
+): { verdict: Verdict } | { problems: Problem[]; original: Answer; replays: number; conflicts: number } {
   const answers = replies.filter(isAnswer);
   const originals = answers.filter((answer) => is2xx(answer.status) && !isReplayed(answer));
-  const problems: Problem[] = replies.map((reply, index) => !isAnswer(reply) && `duplicate ${index + 1}: no answer (${reply.error})`);
+  const unanswered = replies.map((reply, index) => !isAnswer(reply) && `${words.copy} ${index + 1}: no answer (${reply.error})`);
+  const found: Problem[] = [...unanswered, ...problems];
   if (originals.length !== 1)
-    return judge([...problems, `${originals.length} of ${replies.length} were processed (not replays); expected exactly 1`], '');
+    return { verdict: judge([...found, `${originals.length} of ${replies.length} were processed (not replays); expected exactly 1`], '') };
   const [original] = originals;
   let replays = 0;
   let conflicts = 0;
   for (const answer of answers.filter((candidate) => candidate !== original)) {
     if (answer.status === 409) {
       conflicts++;
-      problems.push(retryAfterProblem(answer, 'duplicate'));
+      found.push(retryAfterProblem(answer, words.copy));
     } else if (isReplayed(answer)) {
       replays++;
-      problems.push(...replayProblems(original, answer, 'replayed duplicate'));
+      found.push(...replayProblems(original, answer, `replayed ${words.copy}`));
     } else {
-      problems.push(`a duplicate got ${answer.status}: neither a replay nor 409 + Retry-After`);
+      found.push(`a ${words.copy} got ${answer.status}: neither ${words.replay} nor 409 + Retry-After`);
     }
   }
-  problems.push(...replayProblems(original, followUp, 'follow-up after all answered'));
-  return judge(
-    problems,
-    `1 processed (${original.status}), ${replays} replayed, ${conflicts} x 409 + Retry-After; the follow-up replays it`,
-  );
+  found.push(...replayProblems(original, followUp, 'follow-up after all answered'));
+  return { problems: found, original, replays, conflicts };
 }
 
 export interface LostResponseObservation {
@@ -443,29 +461,12 @@ export function evaluateRefundOtherBody(reply: Reply): Verdict {
  * once all have answered replays the one refund.
  */
 export function evaluateRefundConcurrent(replies: Reply[], followUp: Reply): Verdict {
-  const answers = replies.filter(isAnswer);
-  const successes = answers.filter((answer) => is2xx(answer.status));
-  const originals = successes.filter((answer) => !isReplayed(answer));
-  const problems: Problem[] = replies.map((reply, index) => !isAnswer(reply) && `copy ${index + 1}: no answer (${reply.error})`);
+  const successes = replies.filter(isAnswer).filter((answer) => is2xx(answer.status));
   const ids = [...new Set(successes.map((answer) => createdIdOf(answer) ?? '(no id)'))];
-  if (ids.length > 1) problems.push(`${ids.length} different refunds for one key: ${ids.join(', ')}`);
-  if (originals.length !== 1)
-    return judge([...problems, `${originals.length} of ${replies.length} were processed (not replays); expected exactly 1`], '');
-  const [original] = originals;
-  let replays = 0;
-  let conflicts = 0;
-  for (const answer of answers.filter((candidate) => candidate !== original)) {
-    if (answer.status === 409) {
-      conflicts++;
-      problems.push(retryAfterProblem(answer, 'copy'));
-    } else if (isReplayed(answer)) {
-      replays++;
-      problems.push(...replayProblems(original, answer, 'replayed copy'));
-    } else {
-      problems.push(`a copy got ${answer.status}: neither the refund replayed nor 409 + Retry-After`);
-    }
-  }
-  problems.push(...replayProblems(original, followUp, 'follow-up after all answered'));
+  const different: Problem[] = ids.length > 1 ? [`${ids.length} different refunds for one key: ${ids.join(', ')}`] : [];
+  const tally = tallyConcurrent(replies, followUp, different, { copy: 'copy', replay: 'the refund replayed' });
+  if ('verdict' in tally) return tally.verdict;
+  const { problems, original, replays, conflicts } = tally;
   return judge(
     problems,
     `one refund (${createdIdOf(original) ?? 'no id'}): 1 processed, ${replays} replayed, ${conflicts} x 409 + Retry-After; the follow-up replays it`,
