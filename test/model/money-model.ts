@@ -387,6 +387,26 @@ export class RefundCrashCommand implements Cmd {
   toString = () => `refundCrash(slot ${this.slot}, m-refund-${this.keySlot}, ${this.amount}, at ${this.point})`;
 }
 
+/**
+ * A capture or void under a key the model has seen: 422 for another order or
+ * body, else its stored answer replayed. True when the reply was judged so.
+ */
+function answeredByKey(
+  model: Readonly<MoneyModel>,
+  key: string,
+  request: Pick<KeyModel, 'operation' | 'order' | 'amount'>,
+  reply: Reply,
+): boolean {
+  const known = model.keys.get(key);
+  if (!known) return false;
+  if (known.operation !== request.operation || known.order !== request.order || known.amount !== request.amount) {
+    expectProblem(reply, 422, 'idempotency_key_reused');
+  } else {
+    expectReplay(reply, known.answer!);
+  }
+  return true;
+}
+
 export class CaptureCommand implements Cmd {
   constructor(
     readonly slot: number,
@@ -400,15 +420,7 @@ export class CaptureCommand implements Cmd {
     const key = `m-capture-${this.keySlot}`;
     const body = this.amount === null ? {} : { amountMinor: this.amount };
     const reply = await system.request(0, 'post', `/v1/orders/${order.id}/capture`, { key, body });
-    const known = model.keys.get(key);
-    if (known && (known.operation !== 'capture' || known.order !== slot || known.amount !== this.amount)) {
-      expectProblem(reply, 422, 'idempotency_key_reused');
-      return;
-    }
-    if (known) {
-      expectReplay(reply, known.answer!);
-      return;
-    }
+    if (answeredByKey(model, key, { operation: 'capture', order: slot, amount: this.amount }, reply)) return;
     if (order.state !== 'authorized') {
       expectProblem(reply, 409, 'order_not_capturable');
       return;
@@ -440,15 +452,7 @@ export class VoidCommand implements Cmd {
     const order = model.orders[slot];
     const key = `m-void-${this.keySlot}`;
     const reply = await system.request(1, 'post', `/v1/orders/${order.id}/void`, { key, body: {} });
-    const known = model.keys.get(key);
-    if (known && (known.operation !== 'void' || known.order !== slot)) {
-      expectProblem(reply, 422, 'idempotency_key_reused');
-      return;
-    }
-    if (known) {
-      expectReplay(reply, known.answer!);
-      return;
-    }
+    if (answeredByKey(model, key, { operation: 'void', order: slot, amount: null }, reply)) return;
     if (order.state !== 'authorized') {
       expectProblem(reply, 409, 'order_not_voidable');
       return;

@@ -132,25 +132,11 @@ export class ProtocolSystem {
     return this.instances[0].t;
   }
 
-  async send(instance: number, key: string, body: object): Promise<Reply> {
-    this.inFlight++;
-    let res: Awaited<ReturnType<ReturnType<TestApp['http']>['post']>>;
-    try {
-      res = await this.instances[instance].t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(body);
-    } finally {
-      this.inFlight--;
-    }
-    const header = (name: string) => (res.headers[name] as string | undefined) ?? undefined;
-    return {
-      status: res.status,
-      body: res.text,
-      replayed: res.headers['idempotent-replayed'] === 'true',
-      location: header('location'),
-      retryAfter: header('retry-after'),
-    };
+  send(instance: number, key: string, body: object): Promise<Reply> {
+    return this.request(instance, 'post', '/v1/orders', { key, body });
   }
 
-  /** Any request, keyed or not (the money operations after a create); the reply as send() gives it. */
+  /** Any request, keyed or not: a create (send()), or the money operations after one. */
   async request(instance: number, method: 'get' | 'post', path: string, options: { key?: string; body?: object } = {}): Promise<Reply> {
     this.inFlight++;
     let res: Awaited<ReturnType<ReturnType<TestApp['http']>['post']>>;

@@ -1,15 +1,18 @@
 import { DomainError } from '../../common/domain-error.js';
 import type { OrderState } from '../order-state.js';
 
+/** Why an order cannot be captured or voided now: another one of them holds it, or it is not authorized. */
+function notAuthorized(verb: 'captured' | 'voided', state: OrderState, held: boolean): string {
+  return held
+    ? 'Another capture or void of this order is in progress.'
+    : `Only an authorized order (manual capture) can be ${verb}; this one is ${state}.`;
+}
+
 /** Refused in the claim transaction: nothing was written, the provider was not called. */
 export class OrderNotCapturableError extends DomainError {
   readonly code = 'order_not_capturable';
   constructor(state: OrderState, held: boolean) {
-    super(
-      held
-        ? 'Another capture or void of this order is in progress.'
-        : `Only an authorized order (manual capture) can be captured; this one is ${state}.`,
-    );
+    super(notAuthorized('captured', state, held));
     this.extensions = { state };
   }
 }
@@ -17,11 +20,7 @@ export class OrderNotCapturableError extends DomainError {
 export class OrderNotVoidableError extends DomainError {
   readonly code = 'order_not_voidable';
   constructor(state: OrderState, held: boolean) {
-    super(
-      held
-        ? 'Another capture or void of this order is in progress.'
-        : `Only an authorized order (manual capture) can be voided; this one is ${state}.`,
-    );
+    super(notAuthorized('voided', state, held));
     this.extensions = { state };
   }
 }
