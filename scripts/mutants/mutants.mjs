@@ -12,7 +12,7 @@
 // Not here yet: "a refund or capture applied twice" - neither operation exists
 // (DESIGN.md section 2 plans them as consumers of the idempotency package).
 
-const MODEL = { file: 'test/model-based.e2e-spec.ts', name: 'holds every invariant over' };
+const MODEL = { file: 'test/model/model-based.e2e-spec.ts', name: 'holds every invariant over' };
 
 export const MUTANTS = [
   {
@@ -26,7 +26,7 @@ export const MUTANTS = [
           "const late = (await this.lateRetries.answer(request)) ?? { response: { status: 409, headers: { 'content-type': 'application/problem+json' }, body: JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'idempotency_key_expired' }) }, replayed: false, keyExpiresAt: this.clock.now() };",
       },
     ],
-    killers: [MODEL, { file: 'test/orders.e2e-spec.ts', name: 'creates, charges and saves an order' }],
+    killers: [MODEL, { file: 'test/orders/orders.e2e-spec.ts', name: 'creates, charges and saves an order' }],
     fast: true,
   },
   {
@@ -39,7 +39,7 @@ export const MUTANTS = [
         replace: 'if (record) throw new IdempotencyKeyInUseError(1);\n    const response = this.responses.open(record);',
       },
     ],
-    killers: [MODEL, { file: 'test/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
+    killers: [MODEL, { file: 'test/idempotency/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
   },
   {
     id: 'decline-charged',
@@ -51,7 +51,7 @@ export const MUTANTS = [
         replace: 'if (request.paymentToken === TEST_TOKENS.declines && request.amountMinor < 0) {',
       },
     ],
-    killers: [MODEL, { file: 'test/orders.e2e-spec.ts', name: 'declines' }],
+    killers: [MODEL, { file: 'test/orders/orders.e2e-spec.ts', name: 'declines' }],
     fast: true,
   },
   {
@@ -68,7 +68,7 @@ export const MUTANTS = [
         ],
       },
     ],
-    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: "keeps an erased customer's tombstones, keyed and without their subject" }],
+    killers: [MODEL, { file: 'test/idempotency/tombstones.e2e-spec.ts', name: "keeps an erased customer's tombstones, keyed and without their subject" }],
   },
   {
     id: 'fencing-removed',
@@ -85,7 +85,7 @@ export const MUTANTS = [
         replace: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending' },",
       },
     ],
-    killers: [MODEL, { file: 'test/recovery.e2e-spec.ts', name: 'fencing: a worker whose attempt was abandoned and restarted' }],
+    killers: [MODEL, { file: 'test/idempotency/recovery.e2e-spec.ts', name: 'fencing: a worker whose attempt was abandoned and restarted' }],
   },
   {
     id: 'tombstone-not-written',
@@ -100,7 +100,7 @@ export const MUTANTS = [
         ],
       },
     ],
-    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: 'answers the same body after retention with 409' }],
+    killers: [MODEL, { file: 'test/idempotency/tombstones.e2e-spec.ts', name: 'answers the same body after retention with 409' }],
     fast: true,
   },
   {
@@ -126,7 +126,7 @@ export const MUTANTS = [
         replace: 'return { status: stored.status === 201 ? 200 : stored.status, headers: stored.headers,',
       },
     ],
-    killers: [MODEL, { file: 'test/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
+    killers: [MODEL, { file: 'test/idempotency/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
   },
   {
     id: 'reaper-charges',
@@ -138,7 +138,7 @@ export const MUTANTS = [
         replace: "if (mode === 'reconcile' && !order.paymentToken) {",
       },
     ],
-    killers: [MODEL, { file: 'test/recovery.e2e-spec.ts', name: 'fencing: a worker paused before charging cannot charge a key the reaper canceled' }],
+    killers: [MODEL, { file: 'test/idempotency/recovery.e2e-spec.ts', name: 'fencing: a worker paused before charging cannot charge a key the reaper canceled' }],
   },
   {
     id: 'subject-lock-skipped',
@@ -150,14 +150,14 @@ export const MUTANTS = [
         replace: 'if (request.subject && request.subject.length < 0) {',
       },
     ],
-    killers: [MODEL, { file: 'test/erasure.e2e-spec.ts', name: 'a claim and an erasure of one customer write one common document' }],
+    killers: [MODEL, { file: 'test/idempotency/erasure.e2e-spec.ts', name: 'a claim and an erasure of one customer write one common document' }],
   },
   {
     id: 'redis-entry-past-expiry',
     rule: 'a Redis entry is used past its expiry (its key past retention still replays from Redis)',
     patches: [{ file: 'packages/nest-idempotency/src/fast-path/cache-entry.ts', search: "if (entry.expiresAt <= now.getTime()) return 'ask_store';", replace: '' }],
     killers: [
-      { file: 'test/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
+      { file: 'test/model/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
       { file: 'packages/nest-idempotency/src/fast-path/cache-entry.spec.ts', name: 'sends an entry past the record expiry to MongoDB' },
     ],
     fast: true,

@@ -126,7 +126,7 @@ if (args.includes('--check')) {
 
 const rows = [];
 let bad = false;
-const killersOf = (mutant) => (noModel ? mutant.killers.filter((killer) => !killer.file.startsWith('test/model-based')) : mutant.killers);
+const killersOf = (mutant) => (noModel ? mutant.killers.filter((killer) => !killer.file.startsWith('test/model/model-based')) : mutant.killers);
 const keyOf = (killer) => `${killer.file} -t "${killer.name}"`;
 
 // Control: every killer must pass on the tree without a mutant, or its "kill" would prove nothing.
