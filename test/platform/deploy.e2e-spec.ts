@@ -3,6 +3,7 @@
 // src/config/configuration.ts, the one list of settings.
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { parse } from 'yaml';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
@@ -120,6 +121,33 @@ describe('hosted CI workflow', () => {
     expect(uri.steps.find((step) => step.run === 'npm test')?.env?.MONGODB_URI).toMatch(/replicaSet=rs0/);
     expect(runs(uri)).toMatch(/mongo:8\.0\.\d+ --replSet rs0/);
     expect(container.steps.find((step) => step.run === 'npm test')?.env?.MONGO_BACKEND).toBe('container');
+  });
+
+  it('runs the gate on every push and the soak tier nightly, with its own timeout (issue 33)', () => {
+    expect(workflow.on).toHaveProperty('push');
+    const soak = parse(read('.github/workflows/soak.yml'));
+    expect(soak.on.schedule[0].cron).toBeDefined();
+    const soakJobs = Object.values(soak.jobs) as { 'timeout-minutes': number; steps: { run?: string }[] }[];
+    expect(soakJobs.map((job) => job.steps.some((step) => step.run === 'npm run test:soak'))).toEqual([true]);
+    expect(soakJobs[0]['timeout-minutes']).toBeGreaterThan(30);
+    expect(read('.ci/run')).toMatch(/^npm test$[\s\S]*^npm run test:soak /m);
+  });
+
+  it('npm test leaves the soak folders out, by folder (issue 33)', async () => {
+    const require = createRequire(import.meta.url);
+    const previous = process.env.TEST_TIER;
+    process.env.TEST_TIER = 'gate';
+    try {
+      const path = require.resolve('../../jest.config.cjs');
+      delete require.cache[path];
+      const gate = require(path) as { projects: { displayName: string; testPathIgnorePatterns?: string[] }[] };
+      expect(gate.projects.map((project) => project.displayName)).toEqual(['unit', 'e2e']);
+      expect(gate.projects[1].testPathIgnorePatterns).toEqual(['<rootDir>/test/process/', '<rootDir>/test/packaging/']);
+    } finally {
+      if (previous === undefined) delete process.env.TEST_TIER;
+      else process.env.TEST_TIER = previous;
+    }
+    expect(JSON.parse(read('package.json')).scripts.test).toMatch(/MODEL_SEED=\$\{MODEL_SEED:-\d+\}.* TEST_TIER=gate /);
   });
 
   it('uses the same patched image as the container backend and compose', async () => {
