@@ -34,7 +34,9 @@ const STEPS = [
   // The full budgets are the file's defaults (MODEL_RUNS=300 and its fractions) unless the environment says otherwise.
   { id: 'model', jest: [MODEL_FILE, '--selectProjects', 'e2e'], env: { MODEL_SEED: String(seed) } },
   { id: 'conflicts', npm: 'test:conflicts', env: { MODEL_SEED: String(seed) } },
-  { id: 'mutants', node: ['scripts/mutants/run.mjs'] },
+  // Every kept mutant; its model-based killers at MODEL_RUNS=100 under the same seed (a killed mutant stops
+  // at its first failure; the budget is the control's, which must pass) - keeps the soak inside its timeout.
+  { id: 'mutants', node: ['scripts/mutants/run.mjs'], env: { MODEL_RUNS: process.env.MODEL_RUNS ?? '100', MODEL_SEED: String(seed) } },
 ];
 
 /** fast-check's report of a failed property: `{ seed: -746229142, path: "44:8:10", endOnFailure: true }`. */

@@ -22,6 +22,13 @@ describe('fingerprint v2: RFC 8785 (JSON Canonicalization Scheme)', () => {
     expect(fingerprint).toMatchObject({ algorithm: 'sha256-jcs-v2', value: sha256(jcs) });
   });
 
+  it('binds a key to its route and method: the same body on another route or with another method is another request', () => {
+    const base = fingerprintRequest('POST', '/v1/orders/ord_1/refunds', body);
+    expect(sameFingerprint(storedFingerprint(base), fingerprintRequest('POST', '/v1/orders/ord_1/refunds', body))).toBe(true);
+    expect(sameFingerprint(storedFingerprint(base), fingerprintRequest('POST', '/v1/orders/ord_2/refunds', body))).toBe(false);
+    expect(sameFingerprint(storedFingerprint(base), fingerprintRequest('PUT', '/v1/orders/ord_1/refunds', body))).toBe(false);
+  });
+
   it('stores only algorithm and value', () => {
     expect(storedFingerprint(fingerprintRequest('POST', '/v1/orders', body))).toEqual({
       algorithm: 'sha256-jcs-v2',
