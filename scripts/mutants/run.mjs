@@ -107,8 +107,11 @@ function scratchCopy(id) {
   return { dir };
 }
 
-/** A Jest failure message that is an assertion (a matcher's report), not a crash, a timeout or a suite that did not start. */
-const ASSERTION = /expect\(/;
+/**
+ * A failure message that is an assertion - a Jest matcher's report, supertest's status check or Node's
+ * assert - not a crash, a timeout or a suite that did not start.
+ */
+const ASSERTION = /expect\(|\bexpected \d{3} "[^"]*", got \d{3}|AssertionError/;
 const keepDir = join(process.env.MUTANTS_KEEP ?? tmpdir(), `mutants-failed-controls-${process.pid}`);
 
 /** Runs one killer in `dir`: 'killed' (a test failed), 'survived' (all passed), or 'broken' (the suite did not run). */
