@@ -70,6 +70,8 @@ interface ChargeDoc {
   settledAt?: Date;
   /** What was taken: the amount of a charge, the capture of an authorization. */
   capturedMinor?: number;
+  /** Authorizations: when they were captured (a statement lists a capture then); absent on documents of older releases. */
+  capturedAt?: Date;
   refundedMinor?: number;
 }
 
@@ -245,7 +247,7 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
       if (request.amountMinor < 1 || request.amountMinor > charge.amountMinor) return { refusal: 'exceeds_captured' };
       await this.charges.updateOne(
         { _id: charge._id, status: 'authorized' },
-        { $set: { status: 'captured', capturedMinor: request.amountMinor } },
+        { $set: { status: 'captured', capturedMinor: request.amountMinor, capturedAt: new Date() } },
         { session },
       );
       return { amountMinor: request.amountMinor };
