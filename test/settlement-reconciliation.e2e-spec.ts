@@ -10,8 +10,8 @@ import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const CLI = fileURLToPath(new URL('../dist/src/reconciliation/reconcile.cli.js', import.meta.url));
 const DB_NAME = 'test_settlement_capture';
-/** The re-check horizon of this file's app and CLI: the resume window (0 here) + the reaper's interval. */
-const RECHECK_ENV = { IDEMPOTENCY_RESUME_WINDOW_MS: '0', REAPER_INTERVAL_MS: '200' };
+/** The re-check horizon of this file's app and CLI: max(lease, resume window) + the reaper's interval, 1.2 s here. */
+const RECHECK_ENV = { IDEMPOTENCY_LOCK_TIMEOUT_MS: '1000', IDEMPOTENCY_RESUME_WINDOW_MS: '0', REAPER_INTERVAL_MS: '200' };
 
 /**
  * Settlement reconciliation of manual captures: the provider's statement
