@@ -39,6 +39,8 @@ const SCHEDULED_INTERVAL_MS = 3600 * 1000;
 export class SettlementReconciliation implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(SettlementReconciliation.name);
   private readonly task = new PeriodicTask(() => this.runScheduled());
+  /** Ends a re-check wait at shutdown: a pass waiting up to the horizon must not hold the process that long. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly ledger: LedgerService,
@@ -61,6 +63,7 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
   }
 
   onApplicationShutdown(): Promise<void> {
+    this.closing.abort();
     return this.task.stop();
   }
 
@@ -70,7 +73,7 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
     const keys = new Set([...settled.map((item) => item.chargeKey), ...posted.map((line) => `charge:${line.orderId}`)]);
     const first = await this.compareKeys({ from, to }, [...keys]);
     if (first.mismatches.length === 0) return first;
-    await sleep(this.recheckAfterMs);
+    await sleep(this.recheckAfterMs, this.closing.signal);
     return afterRecheck(
       first,
       await this.compareKeys(
@@ -92,6 +95,8 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
   runScheduled(): Promise<SettlementReport> {
     const to = new Date(this.clock.now().getTime() - this.webhooks.processingBoundMs);
     return this.run(new Date(to.getTime() - SCHEDULED_WINDOW_MS), to).then((report) => {
+      // Shutting down: the re-check was cut short, so this report is not one to page on.
+      if (this.closing.signal.aborted) return report;
       for (const kind of MISMATCH_KINDS) this.metrics.settlementMismatches.set({ kind }, report.counts[kind]);
       this.metrics.settlementLastRun.set(Date.now() / 1000);
       if (report.inFlight.length > 0) this.logger.log({ msg: 'settlement differences in flight', inFlight: report.inFlight.length });
@@ -103,4 +108,16 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
