@@ -45,6 +45,8 @@ export const TEST_TOKENS = {
   asynchronous: 'tok_async',
   /** Like tok_async, and when the simulator settles it on its own (PAYMENT_SIMULATOR_ASYNC_SETTLE_MS), it declines. */
   asynchronousDeclines: 'tok_async_decline',
+  /** A bank transfer: asynchronous like tok_async, but it cannot be canceled while processing (processingOrCancel: still_processing). */
+  bankTransfer: 'tok_bank_transfer',
 } as const;
 
 type ChargeStatus = 'succeeded' | 'authorized' | 'processing' | 'declined' | 'captured' | 'voided' | 'canceled';
@@ -227,7 +229,8 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
     await sleep(this.config.simulatorLatencyMs);
     try {
       await this.charges.updateOne(
-        { _id: chargeKey, status: 'processing' },
+        // A bank transfer in flight cannot be recalled: it is left processing.
+        { _id: chargeKey, status: 'processing', paymentToken: { $nin: [...UNCANCELABLE_WHILE_PROCESSING] } },
         { $set: { status: 'canceled', settledAt: new Date() } },
         { writeConcern: MAJORITY },
       );
@@ -237,6 +240,7 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
     const stored = await this.readExisting(chargeKey);
     if (stored.status === 'succeeded') return { outcome: 'succeeded', charge: toCharge(stored) };
     if (stored.status === 'declined') return { outcome: 'declined', reason: 'card_declined' };
+    if (stored.status === 'processing') return { outcome: 'still_processing', method: 'bank_transfer' };
     return { outcome: 'canceled' };
   }
 
@@ -409,7 +413,9 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
 }
 
 const MAJORITY = { w: 'majority', j: true } as const;
-const ASYNCHRONOUS = new Set<string>([TEST_TOKENS.asynchronous, TEST_TOKENS.asynchronousDeclines]);
+const ASYNCHRONOUS = new Set<string>([TEST_TOKENS.asynchronous, TEST_TOKENS.asynchronousDeclines, TEST_TOKENS.bankTransfer]);
+/** Asynchronous methods the provider cannot cancel while they are processing. */
+const UNCANCELABLE_WHILE_PROCESSING = new Set<string>([TEST_TOKENS.bankTransfer]);
 /** A simulator transaction past this is the provider not answering (a 503 to the caller, retried by key). */
 const TRANSACTION_TIMEOUT_MS = 10_000;
 const OPERATION_ID_PREFIX: Record<OperationKind, string> = { capture: 'cp', void: 'vd', refund: 're' };
