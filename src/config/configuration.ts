@@ -312,6 +312,12 @@ class EnvironmentVariables {
   @Max(604800000)
   PROCESSING_BOUND_MS: number = 900000;
 
+  // A bank transfer the provider cannot cancel while processing: waited for this long (days) before it is alerted on.
+  @IsInt()
+  @Min(1000)
+  @Max(2592000000)
+  PROCESSING_BOUND_BANK_TRANSFER_MS: number = 432000000;
+
   // How often the processing reconciliation looks for orders past the bound.
   @IsInt()
   @Min(100)
@@ -587,6 +593,8 @@ export interface WebhookSettings {
   bodyLimitBytes: number;
   refusalsPerSourcePerMinute: number;
   processingBoundMs: number;
+  /** Per method, for a charge the provider cannot cancel while processing (AsyncChargeResult `still_processing`). */
+  processingBoundBankTransferMs: number;
   reconcileIntervalMs: number;
 }
 
@@ -803,6 +811,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       bodyLimitBytes: env.WEBHOOK_BODY_LIMIT_BYTES,
       refusalsPerSourcePerMinute: env.WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE,
       processingBoundMs: env.PROCESSING_BOUND_MS,
+      processingBoundBankTransferMs: env.PROCESSING_BOUND_BANK_TRANSFER_MS,
       reconcileIntervalMs: env.PROCESSING_RECONCILE_INTERVAL_MS,
     },
     webhookDelivery: {
