@@ -23,7 +23,7 @@ import { CREATE_ORDER_OPERATION } from './orders.service.js';
 /**
  * The refund a cancel makes of a charged order, keyed with the cancel's undo
  * key so that it happens once: the shape of src/refunds'
- * RefundsService.refundByKey, whose answer is the refund's stored answer
+ * RefundsService.refundRestByKey, whose answer is the refund's stored answer
  * (201 with the refund view; 402 refund_declined or 422 refund_refused).
  */
 export interface KeyedRefunds {
@@ -54,6 +54,9 @@ export const CANCEL_REFUND_REASON = 'key_canceled';
 
 /** A void refused because the authorization is gone already (lapsed, voided, or captured - then a refund's business). */
 const GONE_AUTHORIZATION = new Set(['authorization_expired', 'authorization_voided']);
+
+/** The undo refund's claim refused on money that moved after the cancel read the order (nothing written). */
+const RACED_REFUSALS = new Set(['refund_in_flight', 'refund_exceeds_captured', 'order_not_refundable']);
 
 /** The refund operation of src/refunds (the cancel's refund key lives in its key space). */
 const REFUND_OPERATION = 'orders.refund';
@@ -227,8 +230,8 @@ function undoError(error: unknown): unknown {
   if (error instanceof IdempotencyKeyInUseError) {
     return new CancelInProgressError("This key's undo refund is in flight", error.retryAfterSeconds ?? 1);
   }
-  if (error instanceof DomainError && (error.code === 'refund_in_flight' || error.code === 'refund_exceeds_captured')) {
-    // Another refund reserved meanwhile (or took the rest): decided again on final money by the repeat.
+  if (error instanceof DomainError && RACED_REFUSALS.has(error.code)) {
+    // Another refund reserved meanwhile, or took the rest: what is left is decided again, on final money, by the repeat.
     return new CancelInProgressError("Another refund of this key's order is in flight");
   }
   if (error instanceof IdempotencyKeyReusedError) {
