@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { IdempotentHttpRequest } from './http/platform.js';
 import type { InjectionToken } from '@nestjs/common';
 import type { IdempotencyClock, IdempotencyMetrics } from './ports.js';
 
@@ -43,8 +43,12 @@ export interface DuplicateGuardOptions {
 export interface IdempotencyModuleOptions {
   /** This service's name, part of every record id: never rename a service with live keys (refused at boot). */
   service: string;
-  /** The tenant of an authenticated request (a key is private to its tenant); undefined refuses the request. */
-  tenant: (request: FastifyRequest) => string | undefined;
+  /**
+   * The tenant of an authenticated request (a key is private to its tenant); undefined refuses the request.
+   * Receives your adapter's request (Express `Request` or `FastifyRequest`: annotate the parameter with yours).
+   */
+  // A method, not a property: its parameter is checked bivariantly, so `(request: FastifyRequest) => ...` fits.
+  tenant(this: void, request: IdempotentHttpRequest): string | undefined;
   /** Stored responses are sealed under `current`; `decrypt` lists every key that may open them (current first). */
   encryption: { current: CipherKey; decrypt?: CipherKey[] };
   /**
@@ -108,7 +112,7 @@ export interface IdempotencyModuleExtras {
 /** The options with every default filled in, as the package's classes read them. */
 export interface IdempotencySettings {
   serviceName: string;
-  tenant: (request: FastifyRequest) => string | undefined;
+  tenant: (request: IdempotentHttpRequest) => string | undefined;
   encryptionKey: CipherKey;
   decryptionKeys: CipherKey[];
   digestKey: Buffer;

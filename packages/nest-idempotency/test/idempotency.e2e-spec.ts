@@ -6,9 +6,9 @@ import type { Connection } from 'mongoose';
 import { MongoClient } from 'mongodb';
 import { IdempotencyAttempts, IdempotencyService, TransactionRunner, type IdempotentWork } from '../src/index.js';
 import { FixtureModule, gate } from './fixture-app/fixture.module.js';
-import { mongoUri, startModuleApp, type ModuleApp } from './support/module-app.js';
+import { ADAPTERS, mongoUri, startModuleApp, type ModuleApp } from './support/module-app.js';
 
-describe('the package on a fixture app (widgets: closed, settings: open)', () => {
+describe.each(ADAPTERS)('the package on a fixture app (widgets: closed, settings: open) on %s', (adapter) => {
   let t: ModuleApp;
   const post = (key: string | null, body: object, tenant = 'acme') => {
     const req = t.http().post('/widgets').set('x-tenant', tenant);
@@ -18,7 +18,12 @@ describe('the package on a fixture app (widgets: closed, settings: open)', () =>
   const widgets = () => t.db.collection('widgets');
 
   beforeAll(async () => {
-    t = await startModuleApp({ dbName: 'test_package_fixture', imports: [FixtureModule], options: { inFlight: { waitMs: 200 } } });
+    t = await startModuleApp({
+      adapter,
+      dbName: `test_package_fixture_${adapter}`,
+      imports: [FixtureModule],
+      options: { inFlight: { waitMs: 200 } },
+    });
   });
   beforeEach(async () => {
     gate.hold = null;
@@ -151,8 +156,8 @@ describe('the package on a fixture app (widgets: closed, settings: open)', () =>
       // The app's connection stays closed (this is the file's last test); the check reads through its own client.
       const client = await MongoClient.connect(mongoUri());
       try {
-        expect(await client.db('test_package_fixture').collection('widgets').countDocuments({})).toBe(0);
-        expect(await client.db('test_package_fixture').collection('idempotency_records').countDocuments({})).toBe(0);
+        expect(await client.db(`test_package_fixture_${adapter}`).collection('widgets').countDocuments({})).toBe(0);
+        expect(await client.db(`test_package_fixture_${adapter}`).collection('idempotency_records').countDocuments({})).toBe(0);
       } finally {
         await client.close();
       }

@@ -1,6 +1,5 @@
 import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EMPTY, type Observable } from 'rxjs';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import type { IdempotentOptions } from './idempotent.decorator.js';
@@ -9,6 +8,7 @@ import { IdempotencyService, type IdempotentResult } from '../protocol/idempoten
 import type { PrefetchedOwner } from '../protocol/work.js';
 import type { StoreDownPolicy } from '../store/mongo-errors.js';
 import { duplicateIntent, type DuplicateIntent } from '../protocol/duplicate-guard.js';
+import { nodeRequest, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
 /** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
 export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
@@ -33,8 +33,8 @@ export interface KeyedRequestState {
   idempotency?: IdempotencyKeyContext;
 }
 
-export function keyedState(request: FastifyRequest): KeyedRequestState {
-  return request.raw as KeyedRequestState;
+export function keyedState(request: IdempotentHttpRequest): KeyedRequestState {
+  return nodeRequest(request) as KeyedRequestState;
 }
 
 /**
@@ -56,16 +56,16 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const options = this.reflector.get<IdempotentOptions>(IDEMPOTENT_ROUTE_METADATA, context.getHandler());
     const http = context.switchToHttp();
-    const request = http.getRequest<FastifyRequest>();
+    const request = http.getRequest<IdempotentHttpRequest>();
     const key: IdempotencyKeyContext = {
-      clientKey: parseIdempotencyKey(idempotencyKeyHeader(request.raw)),
+      clientKey: parseIdempotencyKey(idempotencyKeyHeader(nodeRequest(request))),
       operation: options.operation,
       ttlSeconds: options.ttlSeconds,
       schemaVersion: options.schemaVersion ?? 1,
       onStoreDown: options.onStoreDown ?? 'closed',
       method: request.method,
-      route: request.routeOptions.url ?? request.url,
-      duplicateGuard: duplicateIntent(options.duplicateGuard, request.raw.headers),
+      route: routeTemplate(request),
+      duplicateGuard: duplicateIntent(options.duplicateGuard, request.headers),
     };
     keyedState(request).idempotency = key;
     // The app's tenant resolver (options.tenant) runs after its auth guard: no tenant is a wiring mistake, never a client's.
@@ -73,7 +73,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     if (!tenant) throw new Error('@Idempotent() route without a tenant: the tenant option returned none (is the route authenticated?)');
     const early = await this.idempotency.lookUpEarly(key, tenant, request.body);
     if (early.replay) {
-      sendIdempotentResult(http.getResponse<FastifyReply>(), early.replay);
+      sendIdempotentResult(http.getResponse<IdempotentHttpResponse>(), early.replay);
       return EMPTY;
     }
     key.prefetched = early.owner;
@@ -88,7 +88,7 @@ export const REPLAYED_HEADERS = ['content-type', 'location'];
  * Writes an idempotent result: the original status, headers and bytes, plus the key's metadata
  * (Idempotency-Expires; on a replay Idempotent-Replayed and Idempotent-Original-Date).
  */
-export function sendIdempotentResult(reply: FastifyReply, result: IdempotentResult): void {
+export function sendIdempotentResult(reply: IdempotentHttpResponse, result: IdempotentResult): void {
   const { response } = result;
   reply.status(response.status);
   for (const name of REPLAYED_HEADERS) {

@@ -1,7 +1,6 @@
 import { BadRequestException, Body, Controller, Headers, Module, Param, Post, Put, Res } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { InjectConnection } from '@nestjs/mongoose';
-import type { FastifyReply } from 'fastify';
 import type { Connection } from 'mongoose';
 import {
   IdempotencyAttempts,
@@ -14,6 +13,7 @@ import {
   type IdempotencyKeyContext,
   type IdempotentResponse,
   type IdempotentWork,
+  type IdempotentHttpResponse,
 } from '../../src/index.js';
 
 /**
@@ -47,7 +47,7 @@ class WidgetsController {
     @Headers('x-tenant') tenant: string,
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Body() body: WidgetBody,
-    @Res() reply: FastifyReply,
+    @Res() reply: IdempotentHttpResponse,
   ): Promise<void> {
     if (typeof body?.size !== 'string' || !['S', 'M', 'L'].includes(body.size)) throw new BadRequestException('size must be S, M or L');
     const request = this.idempotency.requestFor(key, tenant, body);
@@ -61,7 +61,7 @@ class WidgetsController {
     @Headers('x-tenant') tenant: string,
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Body() body: WidgetBody,
-    @Res() reply: FastifyReply,
+    @Res() reply: IdempotentHttpResponse,
   ): Promise<void> {
     return this.create(tenant, key, body, reply);
   }
@@ -105,7 +105,7 @@ class SettingsController {
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Param('name') name: string,
     @Body() body: { value: string },
-    @Res() reply: FastifyReply,
+    @Res() reply: IdempotentHttpResponse,
   ): Promise<void> {
     if (typeof body?.value !== 'string') throw new BadRequestException('value must be a string');
     const request = this.idempotency.requestFor(key, tenant, { name, ...body });
