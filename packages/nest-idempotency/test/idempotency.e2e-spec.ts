@@ -27,7 +27,7 @@ describe.each(ADAPTERS)('the package on a fixture app (widgets: closed, settings
   });
   beforeEach(async () => {
     gate.hold = null;
-    for (const name of ['idempotency_records', 'idempotency_tombstones', 'idempotency_subjects', 'widgets', 'settings']) {
+    for (const name of ['idempotency_records', 'idempotency_tombstones', 'idempotency_subjects', 'widgets', 'settings', 'shipments']) {
       await t.db.collection(name).deleteMany({});
     }
   });
@@ -142,6 +142,36 @@ describe.each(ADAPTERS)('the package on a fixture app (widgets: closed, settings
     await expect(service.execute(service.requestFor(key, 'acme', { id: 43 }), work)).rejects.toMatchObject({
       code: 'idempotency_key_reused',
     });
+  });
+
+  it('binds a key to the resource: the same key and body on another widget is 422 and ships nothing (issue 34)', async () => {
+    const ship = (widget: string) =>
+      t.http().post(`/widgets/${widget}/ship`).set('x-tenant', 'acme').set('Idempotency-Key', 'ship-1').send({ carrier: 'ups' });
+    const first = await ship('wgt_A');
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ widget: 'wgt_A' });
+    const other = await ship('wgt_B');
+    expect(other.status).toBe(422);
+    expect(other.body).toMatchObject({ code: 'idempotency_key_reused' });
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    const again = await ship('wgt_A');
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect((await t.db.collection('shipments').find({}).toArray()).map((doc) => doc.widget)).toEqual(['wgt_A']);
+    expect(await records().findOne({})).toMatchObject({ fingerprint: { algorithm: 'sha256-jcs-v3' } });
+  });
+
+  it("takes a tenant id with ':' (a URN): its own record, not a 500 (SEC4-10)", async () => {
+    const first = await post('urn-1', { size: 'S' }, 'org:42');
+    expect(first.status).toBe(201);
+    const replay = await post('urn-1', { size: 'S' }, 'org:42');
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    // The same key of tenant "org" and of a tenant spelled like the encoded segment are other requests.
+    expect((await post('urn-1', { size: 'S' }, 'org')).headers['idempotent-replayed']).toBeUndefined();
+    expect((await post('urn-1', { size: 'S' }, 'org%3A42')).headers['idempotent-replayed']).toBeUndefined();
+    expect(await widgets().countDocuments()).toBe(3);
+    expect(await records().countDocuments({ tenant: 'org:42' })).toBe(1);
   });
 
   it('answers 503 with Retry-After when MongoDB is unreachable, and runs nothing', async () => {

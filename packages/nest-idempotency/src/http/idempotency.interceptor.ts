@@ -8,7 +8,7 @@ import { IdempotencyService, type IdempotentResult } from '../protocol/idempoten
 import type { PrefetchedOwner } from '../protocol/work.js';
 import type { StoreDownPolicy } from '../store/mongo-errors.js';
 import { duplicateIntent, type DuplicateIntent } from '../protocol/duplicate-guard.js';
-import { nodeRequest, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
+import { nodeRequest, routeParams, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
 /** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
 export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
@@ -21,7 +21,15 @@ export interface IdempotencyKeyContext {
   schemaVersion: number;
   onStoreDown?: StoreDownPolicy;
   method: string;
+  /** The route's template (`/payments/:id/capture`), or any stable name of the operation's entry for a caller without HTTP. */
   route: string;
+  /**
+   * The path parameters the router resolved (`{ id: 'pay_123' }`): with the
+   * template they name the resource, and both are in the fingerprint, so a
+   * key reused on another resource is 422. A caller without HTTP that shares
+   * a route's key space passes the same parameters.
+   */
+  params?: Readonly<Record<string, string>>;
   /** Set by the interceptor: the key's record, read once before validation (IdempotencyService.lookUpEarly). */
   prefetched?: PrefetchedOwner;
   /** `@Idempotent({ duplicateGuard: true })` routes only: the request's Idempotency-Intent. */
@@ -65,6 +73,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
       onStoreDown: options.onStoreDown ?? 'closed',
       method: request.method,
       route: routeTemplate(request),
+      params: routeParams(request),
       duplicateGuard: duplicateIntent(options.duplicateGuard, request.headers),
     };
     keyedState(request).idempotency = key;

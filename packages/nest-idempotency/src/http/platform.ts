@@ -12,6 +12,8 @@ export interface IdempotentHttpRequest {
   url: string;
   headers: IncomingMessage['headers'];
   body?: unknown;
+  /** The path parameters the router resolved (both adapters). */
+  params?: unknown;
   /** Fastify: the Node request. */
   raw?: IncomingMessage;
   /** Express: the URL before any router rewrote `url`. */
@@ -49,4 +51,12 @@ export function routeTemplate(request: IdempotentHttpRequest): string {
   const adapted = request as { routeOptions?: { url?: string }; route?: { path?: unknown } };
   const template = adapted.routeOptions?.url ?? adapted.route?.path;
   return typeof template === 'string' ? template : requestPath(request);
+}
+
+/** The path parameters the router resolved, as strings (both adapters decode them); none when the route has none. */
+export function routeParams(request: IdempotentHttpRequest): Record<string, string> | undefined {
+  const params = request.params;
+  if (params === null || typeof params !== 'object') return undefined;
+  const entries = Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === 'string');
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
 }

@@ -80,7 +80,7 @@ export class IdempotencyService {
       clientKey: key.clientKey,
       schemaVersion: key.schemaVersion,
       ttlSeconds: key.ttlSeconds ?? this.config.ttlSeconds,
-      fingerprint: fingerprintRequest(key.method, key.route, body, this.config.digestKey),
+      fingerprint: fingerprintRequest(key.method, { route: key.route, params: key.params }, body, this.config.digestKey),
       subject,
       onStoreDown: key.onStoreDown ?? 'closed',
       receivedAt: this.clock.now(),
@@ -102,7 +102,7 @@ export class IdempotencyService {
   async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
     if (this.config.bypass) return { replay: null };
     const scope = { tenant, operation: key.operation, clientKey: key.clientKey, schemaVersion: key.schemaVersion };
-    const fingerprint = fingerprintRequest(key.method, key.route, body, this.config.digestKey);
+    const fingerprint = fingerprintRequest(key.method, { route: key.route, params: key.params }, body, this.config.digestKey);
     const recordId = this.recordIdFor(scope);
     // The optional Redis fast path first: a replay it holds costs no MongoDB read.
     const cached = await this.fastPath.replayEarly(recordId, fingerprint);

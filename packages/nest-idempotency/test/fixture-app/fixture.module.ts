@@ -66,6 +66,42 @@ class WidgetsController {
     return this.create(tenant, key, body, reply);
   }
 
+  /**
+   * A keyed action on one widget: its id is only in the path. The key is bound
+   * to the resource (the route's parameters are in the fingerprint), so the
+   * same key and body on another widget is 422, never this widget's answer.
+   */
+  @Post(':id/ship')
+  @Idempotent({ operation: 'widgets.ship' })
+  async ship(
+    @Headers('x-tenant') tenant: string,
+    @IdempotencyKey() key: IdempotencyKeyContext,
+    @Param('id') id: string,
+    @Body() body: { carrier?: string },
+    @Res() reply: IdempotentHttpResponse,
+  ): Promise<void> {
+    const shipments = this.connection.collection('shipments');
+    const work: IdempotentWork = {
+      begin: async (session, lease) => {
+        await shipments.insertOne(
+          { _id: `shp_${lease.claimId}` as never, tenant, widget: id, carrier: body?.carrier ?? null },
+          { session },
+        );
+      },
+      resume: (lease) =>
+        this.transactions.run(async (session) => {
+          const response: IdempotentResponse = {
+            status: 200,
+            headers: { 'content-type': 'application/json; charset=utf-8' },
+            body: JSON.stringify({ widget: id, shipment: `shp_${lease.claimId}` }),
+          };
+          await this.attempts.complete(session, lease, 'shipped', response);
+          return response;
+        }),
+    };
+    sendIdempotentResult(reply, await this.idempotency.execute(this.idempotency.requestFor(key, tenant, body ?? {}), work));
+  }
+
   private work(tenant: string, body: WidgetBody): IdempotentWork {
     const widgets = this.connection.collection('widgets');
     return {
