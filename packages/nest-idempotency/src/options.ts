@@ -1,3 +1,4 @@
+import { DEFAULT_PROBLEM_TYPE_BASE_URL } from './problem.js';
 import type { IdempotentHttpRequest } from './http/platform.js';
 import type { InjectionToken } from '@nestjs/common';
 import type { IdempotencyClock, IdempotencyMetrics } from './ports.js';
@@ -90,6 +91,12 @@ export interface IdempotencyModuleOptions {
    */
   indexes?: 'bootstrap' | 'manual';
   /**
+   * Base of the `type` URI of the package's problem documents: an absolute
+   * http(s) URL ending in `/` (the code follows, `_` as `-`). Default
+   * `https://errors.example.com/`: set your own documentation's.
+   */
+  problemTypeBaseUrl?: string;
+  /**
    * Benchmarks only: the same work with no record, no claim, no replay.
    * Never in production (your configuration should refuse it).
    */
@@ -129,6 +136,7 @@ export interface IdempotencySettings {
   indexes: 'bootstrap' | 'manual';
   /** From the module's extras: the `@nestjs/mongoose` connection of the records. */
   connectionName?: string;
+  problemTypeBaseUrl: string;
   bypass: boolean;
 }
 
@@ -208,8 +216,12 @@ export function resolveOptions(options: IdempotencyModuleOptions, connectionName
       : null,
     indexes: options?.indexes ?? 'bootstrap',
     connectionName,
+    problemTypeBaseUrl: options?.problemTypeBaseUrl ?? DEFAULT_PROBLEM_TYPE_BASE_URL,
     bypass: options?.bypass ?? false,
   };
+  const typeBase = settings.problemTypeBaseUrl;
+  if (typeof typeBase !== 'string' || !URL.canParse(typeBase) || !/^https?:\/\/[^/]+\/(.*\/)?$/.test(typeBase))
+    problems.push(`problemTypeBaseUrl: an absolute http(s) URL ending in '/' (got ${JSON.stringify(typeBase)})`);
   if (settings.indexes !== 'bootstrap' && settings.indexes !== 'manual') problems.push("indexes: 'bootstrap' or 'manual'");
   if (problems.length > 0) throw new IdempotencyOptionsError(problems);
   return settings;
