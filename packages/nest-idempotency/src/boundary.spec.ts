@@ -80,3 +80,14 @@ describe('the package imports nothing from the app (issue 23)', () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe('folders depend one way (architecture review 2026-12-01, §3.1 item 3)', () => {
+  it('protocol/ imports nothing from http/: the key context is the protocol input, http/ builds it', () => {
+    const offenders = sources(join(SRC, 'protocol')).flatMap((file) =>
+      staticImports(file)
+        .filter((specifier) => specifier.startsWith('.') && resolveLocal(file, specifier).startsWith(join(SRC, 'http')))
+        .map((specifier) => `${relative(SRC, file)} -> ${specifier}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+});

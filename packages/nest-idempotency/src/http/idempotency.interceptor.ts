@@ -5,36 +5,14 @@ import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import type { IdempotentOptions } from './idempotent.decorator.js';
 import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
 import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
-import type { PrefetchedOwner } from '../protocol/work.js';
-import type { StoreDownPolicy } from '../store/mongo-errors.js';
-import { duplicateIntent, type DuplicateIntent } from '../protocol/duplicate-guard.js';
+import type { IdempotencyKeyContext } from '../protocol/work.js';
+import { duplicateIntent } from '../protocol/duplicate-guard.js';
 import { nodeRequest, routeParams, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
 /** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
 export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
 
-/** What a keyed handler receives: the validated client key and the route's declaration. */
-export interface IdempotencyKeyContext {
-  clientKey: string;
-  operation: string;
-  ttlSeconds?: number;
-  schemaVersion: number;
-  onStoreDown?: StoreDownPolicy;
-  method: string;
-  /** The route's template (`/payments/:id/capture`), or any stable name of the operation's entry for a caller without HTTP. */
-  route: string;
-  /**
-   * The path parameters the router resolved (`{ id: 'pay_123' }`): with the
-   * template they name the resource, and both are in the fingerprint, so a
-   * key reused on another resource is 422. A caller without HTTP that shares
-   * a route's key space passes the same parameters.
-   */
-  params?: Readonly<Record<string, string>>;
-  /** Set by the interceptor: the key's record, read once before validation (IdempotencyService.lookUpEarly). */
-  prefetched?: PrefetchedOwner;
-  /** `@Idempotent({ duplicateGuard: true })` routes only: the request's Idempotency-Intent. */
-  duplicateGuard?: DuplicateIntent;
-}
+export type { IdempotencyKeyContext };
 
 /** Kept on the raw Node request, where the request logger reads the operation. */
 export interface KeyedRequestState {

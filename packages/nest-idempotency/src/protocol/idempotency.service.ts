@@ -6,8 +6,7 @@ import { TransactionRunner } from '../store/transaction-runner.js';
 import { IdempotencyMetrics } from '../ports.js';
 import { deriveClaimId } from './ids.js';
 import { fingerprintRequest, matchesAnyBody } from './fingerprint.js';
-import type { IdempotencyKeyContext } from '../http/idempotency.interceptor.js';
-import type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
+import type { IdempotencyKeyContext, IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
 import {
   AttemptAbandonedError,
   DuplicateClaimError,
