@@ -90,4 +90,13 @@ describe('folders depend one way (architecture review 2026-12-01, §3.1 item 3)'
     );
     expect(offenders).toEqual([]);
   });
+
+  it('fast-path/ imports nothing from recovery/: what an erasure changed is a protocol type', () => {
+    const offenders = sources(join(SRC, 'fast-path')).flatMap((file) =>
+      staticImports(file)
+        .filter((specifier) => specifier.startsWith('.') && resolveLocal(file, specifier).startsWith(join(SRC, 'recovery')))
+        .map((specifier) => `${relative(SRC, file)} -> ${specifier}`),
+    );
+    expect(offenders).toEqual([]);
+  });
 });
