@@ -323,7 +323,7 @@ export const MUTANTS = [
     killers: [
       { file: 'src/reconciliation/settlement-compare.spec.ts', name: 'matches equal sides and names every kind of mismatch once' },
       // Runs the built reconcile CLI (dist/src/reconciliation/reconcile.cli.js): the runner builds the mutant.
-      { file: 'test/async-payments/settlement-reconciliation.e2e-spec.ts', name: 'an amount that differs', build: true },
+      { file: 'test/reconciliation/settlement.e2e-spec.ts', name: 'an amount that differs', build: true },
     ],
   },
   {

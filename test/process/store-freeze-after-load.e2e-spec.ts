@@ -11,7 +11,7 @@
 // that they run while the store is frozen.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
-import { startPrivateStore, type PrivateStore } from './support/private-store.js';
+import { startPrivateStore, type PrivateStore } from '../support/private-store.js';
 import {
   ACME_AUTH,
   ACME_SECRET,
@@ -25,7 +25,7 @@ import {
   startService,
   type HttpResponse,
   type ServiceProcess,
-} from './support/service-process.js';
+} from '../support/service-process.js';
 
 /** The configured whole-request limit of this instance (HTTP_REQUEST_TIMEOUT_MS; the shipped default is 8 s). */
 const REQUEST_TIMEOUT_MS = 4_000;

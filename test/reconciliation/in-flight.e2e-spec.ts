@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
-import { chargeKeyFor } from '../src/payments/payment.js';
-import { SettlementReconciliation } from '../src/reconciliation/settlement-reconciliation.service.js';
-import type { ThrowingFaultInjector } from './support/controllable-gateway.js';
-import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
-import { findViolations } from './support/invariants.js';
-import { auth, orderBody, type TestApp } from './support/test-app.js';
+import { chargeKeyFor } from '../../src/payments/payment.js';
+import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
+import type { ThrowingFaultInjector } from '../support/controllable-gateway.js';
+import { startControlledApp, type ControlledApp } from '../support/controlled-app.js';
+import { findViolations } from '../support/invariants.js';
+import { auth, orderBody, type TestApp } from '../support/test-app.js';
 
 /** The re-check horizon here: max(lease 1 s, resume window 0) + the reaper's interval 200 ms. */
 const ENV = { IDEMPOTENCY_LOCK_TIMEOUT_MS: '1000', IDEMPOTENCY_RESUME_WINDOW_MS: '0', REAPER_INTERVAL_MS: '200' };

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ACCOUNTS } from '../src/ledger/journal.js';
-import { chargeKeyFor } from '../src/payments/payment.js';
-import { SettlementReconciliation } from '../src/reconciliation/settlement-reconciliation.service.js';
-import { findViolations } from './support/invariants.js';
-import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+import { ACCOUNTS } from '../../src/ledger/journal.js';
+import { chargeKeyFor } from '../../src/payments/payment.js';
+import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
+import { findViolations } from '../support/invariants.js';
+import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
-const CLI = fileURLToPath(new URL('../dist/src/reconciliation/reconcile.cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/src/reconciliation/reconcile.cli.js', import.meta.url));
 const DB_NAME = 'test_settlement_capture';
 /** The re-check horizon of this file's app and CLI: max(lease, resume window) + the reaper's interval, 1.2 s here. */
 const RECHECK_ENV = { IDEMPOTENCY_LOCK_TIMEOUT_MS: '1000', IDEMPOTENCY_RESUME_WINDOW_MS: '0', REAPER_INTERVAL_MS: '200' };

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { createHmac } from 'node:crypto';
 import { request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { WebhookSigner } from '../src/payments/webhook-signer.js';
-import { startApp, type TestApp } from './support/test-app.js';
-import { newWebhookSecret } from './support/webhooks.js';
+import { WebhookSigner } from '../../src/payments/webhook-signer.js';
+import { startApp, type TestApp } from '../support/test-app.js';
+import { newWebhookSecret } from '../support/webhooks.js';
 
 const REFUSALS_PER_SOURCE = 8;
 const BODY_LIMIT = 4096;

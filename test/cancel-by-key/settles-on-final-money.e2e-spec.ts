@@ -10,9 +10,9 @@
 // client never chose). Every case asserts the database and the provider.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
-import { findViolations } from './support/invariants.js';
-import { startControlledApp, type ControlledApp } from './support/controlled-app.js';
-import { auth, orderBody, type TestApp } from './support/test-app.js';
+import { findViolations } from '../support/invariants.js';
+import { startControlledApp, type ControlledApp } from '../support/controlled-app.js';
+import { auth, orderBody, type TestApp } from '../support/test-app.js';
 
 const LEASE_MS = 1000;
 const AMOUNT = 2500;

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const README = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8').replace(/\s+/g, ' ');
+const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8').replace(/\s+/g, ' ');
 
 describe('README security claims', () => {
   it('does not claim a Redis writer cannot restore a pre-erasure answer, and names the trust boundary (SEC4-06)', () => {
