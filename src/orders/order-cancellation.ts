@@ -58,13 +58,15 @@ const GONE_AUTHORIZATION = new Set(['authorization_expired', 'authorization_void
 /** The undo refund's claim refused on money that moved after the cancel read the order (nothing written). */
 const RACED_REFUSALS = new Set(['refund_in_flight', 'refund_exceeds_captured', 'order_not_refundable']);
 
+/** How soon a cancel of a payment the provider is still processing is worth repeating (such methods settle in hours or days). */
+const STILL_PROCESSING_RETRY_AFTER_SECONDS = 60;
+
 /** The refund operation of src/refunds (the cancel's refund key lives in its key space). */
 const REFUND_OPERATION = 'orders.refund';
 
 /**
  * The key holds money this deployment cannot give back yet (a refund without
- * the refunds module, a void without the capture module, a charge the
- * provider is still processing): the key stays held by the cancel (every
+ * the refunds module, a void without the capture module): the key stays held by the cancel (every
  * create under it is refused) and the same cancel finishes once it can.
  */
 export class CancelUndoUnavailableError extends DomainError {
@@ -154,8 +156,14 @@ export class OrderCancellation implements Canceler, OnModuleInit {
       const refundId = await this.refund(tenant, order, undoKey);
       if (refundId) return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId } };
     }
-    // Still processing after the provider was asked: a webhook settled it meanwhile the other way; repeat the cancel.
-    if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
+    // Still processing after the provider was asked (it cannot cancel this method while processing, e.g. a bank
+    // transfer): money may still arrive, so nothing is final to undo yet - the same retryable wait as a refund in flight.
+    if (order.state === 'processing') {
+      throw new CancelInProgressError(
+        "This key's payment is still being processed by the provider, which cannot cancel it",
+        STILL_PROCESSING_RETRY_AFTER_SECONDS,
+      );
+    }
     // A declined card (the stored 402), or money already given back (voided, expired, refunded by others): nothing to undo.
     return { outcome: 'nothing_to_undo', ...found };
   }

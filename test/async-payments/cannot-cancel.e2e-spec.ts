@@ -18,7 +18,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * method's (PROCESSING_BOUND_BANK_TRANSFER_MS); past that it is counted
  * (`processing_orders_reconciled_total{result="past_bound"}`, alert
  * ProcessingPastBoundUncancelable) and asked again later. A cancel by key
- * meets the same answer: 501 cancel_undo_unavailable, the key held.
+ * meets the same answer: a retryable 409 cancel_in_progress, the key held,
+ * and once the provider settles the payment the same cancel refunds it.
  */
 describe('asynchronous charges the provider cannot cancel', () => {
   let t: TestApp;
@@ -91,11 +92,12 @@ describe('asynchronous charges the provider cannot cancel', () => {
     expect(await chargeOf(id)).toMatchObject({ status: 'canceled' });
   });
 
-  it('cancel by key of a bank transfer still processing: 501 cancel_undo_unavailable, the order and the charge untouched, the key held', async () => {
+  it('cancel by key of a bank transfer still processing: a retryable 409 cancel_in_progress, the order and the charge untouched, the key held; once settled, the same cancel refunds it', async () => {
     const key = `bank-cancel-${++seq}`;
     const id = await create(key);
     const res = await t.http().post(`/v1/idempotency-keys/${key}/cancel`).set(auth());
-    expect([res.status, res.body.code]).toEqual([501, 'cancel_undo_unavailable']);
+    expect([res.status, res.body.code, res.body.retryable]).toEqual([409, 'cancel_in_progress', true]);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(await orderOf(id)).toMatchObject({ state: 'processing', failureReason: null });
     expect(await chargeOf(id)).toMatchObject({ status: 'processing' });
     expect(await t.db.collection('payments').countDocuments()).toBe(0);
@@ -109,5 +111,12 @@ describe('asynchronous charges the provider cannot cancel', () => {
       .send(orderBody({ paymentMethod: { token: 'tok_bank_transfer' } }));
     expect(again.status).toBe(409);
     expect(await t.db.collection('orders').countDocuments()).toBe(1);
+
+    // The transfer arrives: the repeat of the same cancel now undoes final money - the whole amount refunded, once.
+    expect(await gateway.settleProcessing(chargeKeyFor(id), 'succeeded')).toBe('succeeded');
+    const repeat = await t.http().post(`/v1/idempotency-keys/${key}/cancel`).set(auth());
+    expect([repeat.status, repeat.body.outcome]).toEqual([200, 'refunded']);
+    expect(await orderOf(id)).toMatchObject({ state: 'refunded', capturedMinor: 2500, refundedMinor: 2500, refundableMinor: 0 });
+    expect(await t.db.collection('refunds').countDocuments({ orderId: id, state: 'succeeded', amountMinor: 2500 })).toBe(1);
   });
 });
