@@ -304,7 +304,11 @@ export async function checkWebhooks(model: WebhookModel, system: ProtocolSystem,
   const now = system.clock.now().getTime();
   const day = 24 * 3600 * 1000;
   const report = await system.primary.app.get(SettlementReconciliation).run(new Date(now - day), new Date(now + day));
-  if (report.mismatches.length > 0) violations.push(`settlement reconciliation on healthy books: ${JSON.stringify(report.mismatches)}`);
+  // Money the provider settled whose outcome has not reached the order yet (its webhook on the way, or the bound
+  // not passed): the one difference healthy books may show - the scheduled pass looks a processing bound back for it.
+  const arriving = new Set(model.orders.filter((o) => o.state === 'processing' && o.provider === 'succeeded').map((o) => o.id));
+  const mismatches = report.mismatches.filter((m) => !(m.kind === 'missing_in_ledger' && arriving.has(m.orderId)));
+  if (mismatches.length > 0) violations.push(`settlement reconciliation on healthy books: ${JSON.stringify(mismatches)}`);
   if (violations.length > 0) throw new Error(`webhook invariants broken:\n${violations.join('\n')}`);
 }
 
