@@ -182,7 +182,7 @@ export class DeliverCommand implements Cmd {
       expect(JSON.stringify(said) === JSON.stringify(expected), `the receipt ${JSON.stringify(expected)}`, reply);
     }
     if (!known) order.receipts.set(event.id, first);
-    if (first.outcome === 'applied') {
+    if (!known && first.outcome === 'applied') {
       order.state = order.provider === 'succeeded' ? 'saved' : 'failed';
       order.failureReason = order.state === 'failed' ? 'card_declined' : null;
     }
