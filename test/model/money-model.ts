@@ -864,7 +864,8 @@ export function moneyCommands(): fc.Arbitrary<Cmd>[] {
   const refund = fc
     .tuple(slot, keySlot, amount, instance, fc.integer({ min: 0, max: 4 }))
     .map(([s, k, a, i, outage]) => new RefundCommand(s, k, a, i, outage === 0));
-  // fc.commands picks uniformly among these: creates, refunds and cancels listed twice, the rest once.
+  const cancel = fc.tuple(slot, instance, fc.integer({ min: 0, max: 2 })).map(([s, i, outage]) => new CancelCommand(s, i, outage === 0));
+  // fc.commands picks uniformly among these: creates and refunds listed twice, cancels three times (the seams), the rest once.
   return [
     create,
     create,
@@ -877,8 +878,9 @@ export function moneyCommands(): fc.Arbitrary<Cmd>[] {
       .map(([s, k, a, point]) => new RefundCrashCommand(s, k, a, point)),
     fc.tuple(slot, fc.integer({ min: 0, max: 1 }), fc.constantFrom(...CAPTURE_AMOUNTS)).map(([s, k, a]) => new CaptureCommand(s, k, a)),
     fc.tuple(slot, fc.integer({ min: 0, max: 1 })).map(([s, k]) => new VoidCommand(s, k)),
-    fc.tuple(slot, instance, fc.integer({ min: 0, max: 2 })).map(([s, i, outage]) => new CancelCommand(s, i, outage === 0)),
-    fc.tuple(slot, instance, fc.integer({ min: 0, max: 2 })).map(([s, i, outage]) => new CancelCommand(s, i, outage === 0)),
+    cancel,
+    cancel,
+    cancel,
     slot.map((s) => new CancelCrashCommand(s)),
     fc
       .tuple(slot, fc.constantFrom<'cancel' | 'capture' | 'void'>('cancel', 'capture', 'void'))
