@@ -185,6 +185,35 @@ describe('manual capture: authorize, then capture or void', () => {
     });
   });
 
+  // Issue 32 item 6 (security review SEC4-03): an explicit null, or a body that is no object, is bad input, never "the
+  // whole authorization" - which only an empty body (none, or {}) means. Sent as raw JSON text, as a client bug sends it.
+  it('a null amount or a non-object body is 400 problem+json with nothing written; an empty body stays the full capture', async () => {
+    const id = await authorizedOrder();
+    const raw = (key: string, text: string) =>
+      t.http().post(`/v1/orders/${id}/capture`).set(auth()).set('Idempotency-Key', key).set('Content-Type', 'application/json').send(text);
+    const bad = ['null', '{"amountMinor":null}', '[]', '[{"amountMinor":1000}]', '"s"', '1', 'true', '{"amountMinor":"1000"}'];
+    for (const [index, text] of bad.entries()) {
+      const res = await raw(`k-cap-bad-${index}`, text);
+      expect([text, res.status, res.body.code]).toEqual([text, 400, 'validation_failed']);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expectDocumented(res, '/v1/orders/{id}/capture');
+    }
+    expect(await records('orders.capture')).toEqual([]);
+    expect(await orderDoc(id)).toMatchObject({ state: 'authorized', capturedMinor: 0, pendingAction: null });
+    expect(app.gateway.operationCalls.capture).toBe(0);
+    expect(await providerOps('capture')).toEqual([]);
+    await expectJournal(id, 0);
+
+    // No body at all: the documented full capture.
+    const full = await t.http().post(`/v1/orders/${id}/capture`).set(auth()).set('Idempotency-Key', 'k-cap-empty').send();
+    expect([full.status, full.body.capturedMinor]).toEqual([200, AMOUNT]);
+    await expectJournal(id, AMOUNT);
+    // And {} on another authorization.
+    const other = await authorizedOrder('k-create-empty-object');
+    const whole = await capture(other, 'k-cap-empty-object', {}).expect(200);
+    expect(whole.body).toMatchObject({ state: 'captured', capturedMinor: AMOUNT });
+  });
+
   it('captures once: a second capture with another key is refused (409) and the provider captured once', async () => {
     const id = await authorizedOrder();
     await capture(id, 'k-cap-1').expect(200);

@@ -306,6 +306,12 @@ class EnvironmentVariables {
   @Max(604800000)
   PROCESSING_BOUND_MS: number = 900000;
 
+  // A bank transfer the provider cannot cancel while processing: waited for this long (days) before it is alerted on.
+  @IsInt()
+  @Min(1000)
+  @Max(2592000000)
+  PROCESSING_BOUND_BANK_TRANSFER_MS: number = 432000000;
+
   // How often the processing reconciliation looks for orders past the bound.
   @IsInt()
   @Min(100)
@@ -580,6 +586,8 @@ export interface WebhookSettings {
   toleranceSeconds: number;
   bodyLimitBytes: number;
   processingBoundMs: number;
+  /** Per method, for a charge the provider cannot cancel while processing (AsyncChargeResult `still_processing`). */
+  processingBoundBankTransferMs: number;
   reconcileIntervalMs: number;
 }
 
@@ -794,6 +802,7 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       toleranceSeconds: env.WEBHOOK_TOLERANCE_SECONDS,
       bodyLimitBytes: env.WEBHOOK_BODY_LIMIT_BYTES,
       processingBoundMs: env.PROCESSING_BOUND_MS,
+      processingBoundBankTransferMs: env.PROCESSING_BOUND_BANK_TRANSFER_MS,
       reconcileIntervalMs: env.PROCESSING_RECONCILE_INTERVAL_MS,
     },
     webhookDelivery: {

@@ -26,6 +26,7 @@ describe('webhook and processing settings', () => {
       toleranceSeconds: 300,
       bodyLimitBytes: 65536,
       processingBoundMs: 900000,
+      processingBoundBankTransferMs: 432000000,
       reconcileIntervalMs: 30000,
     });
     expect(config.webhookDelivery).toMatchObject({ url: undefined, secrets: [DEV_WEBHOOK_SECRET], duplicateRate: 0, lossRate: 0 });
