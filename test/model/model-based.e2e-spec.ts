@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { Collection } from 'mongodb';
 import type { ReconcileResult } from '../../src/payments/payment-gateway.port.js';
-import { checkMoney, knownDefectsSeen, MoneyModel, moneyCommands } from '../model/money-model.js';
+import { checkMoney, MoneyModel, moneyCommands } from '../model/money-model.js';
 import { checkInvariants, commandArbitraries, Model, settle } from '../model/protocol-model.js';
 import {
   checkWebhooks,
@@ -265,8 +265,6 @@ describe('model-based test of refunds, capture, void and cancel by key', () => {
       },
     );
     process.stdout.write(summary('money', MONEY_RUNS, started, stats, MONEY_KINDS));
-    for (const [defect, times] of knownDefectsSeen)
-      process.stdout.write(`model-based (money): KNOWN DEFECT met ${times} times: ${defect}\n`);
   }, 600_000);
 });
 

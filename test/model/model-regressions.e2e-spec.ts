@@ -236,6 +236,17 @@ describe('model-based regressions: money after the charge', () => {
       ],
     ],
     [
+      // Seed 392782390 (found after the H-1/M-2 fixes): a cancel meeting a capture held at the provider, on the other
+      // instance, answered the capture module's final 409 order_not_voidable (retryable: false, no Retry-After).
+      'a cancel while a capture of the authorization is in flight: a retryable 409, then the captured money refunded',
+      [new CreateCommand('manual', 'tok_visa', 'USD'), new CancelRaceCommand(0, 'capture')],
+    ],
+    [
+      // The same seam against a void in flight.
+      'a cancel while a void of the authorization is in flight: a retryable 409, nothing voided twice',
+      [new CreateCommand('manual', 'tok_visa', 'JPY'), new CancelRaceCommand(0, 'void')],
+    ],
+    [
       // M-2: the cancel's refund crashed after its claim and was reaped, a partial refund, then every repeat was 422.
       'a cancel whose refund crashed and was reaped, a partial refund, the cancel again: the rest refunded',
       [

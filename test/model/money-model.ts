@@ -733,30 +733,12 @@ export class CancelRaceCommand implements Cmd {
     const second = await system.request(1, 'post', cancelPath(order));
     hold.release();
     const reply = await first;
-    if (this.against !== 'cancel' && isPinnedCancelDuringAction(second)) {
-      knownDefectsSeen.set(CANCEL_DURING_ACTION, (knownDefectsSeen.get(CANCEL_DURING_ACTION) ?? 0) + 1);
-    } else {
-      expect(second.status === 409 && second.retryAfter !== undefined && !second.replayed, 'a retryable 409 with Retry-After', second);
-    }
+    expect(second.status === 409 && second.retryAfter !== undefined && !second.replayed, 'a retryable 409 with Retry-After', second);
     order.cancelHeld = true;
     if (this.against === 'cancel') serveCancel(order, reply, false);
     else serveAction(model, key, slot, this.against, null, reply);
   }
   toString = () => `cancelRace-${this.against}(slot ${this.slot}, against a ${this.against} in flight)`;
-}
-
-/**
- * Service defects this model found and reported but that are not fixed yet:
- * each is recognised by its exact symptom, counted, and printed with the
- * run's summary (never passed silently); anything else still fails. Remove
- * an entry once its fix lands, and the model holds the rule again.
- */
-export const knownDefectsSeen = new Map<string, number>();
-const CANCEL_DURING_ACTION =
-  'a cancel meeting a capture or void in flight answers 409 order_not_voidable with retryable: false and no Retry-After (reported, issue 32 item 7)';
-function isPinnedCancelDuringAction(reply: Reply): boolean {
-  const body = parse(reply.body);
-  return reply.status === 409 && body.code === 'order_not_voidable' && body.retryable === false && reply.retryAfter === undefined;
 }
 
 /** A second cancel answers what the first did (its time included): the cancel is idempotent itself. */
