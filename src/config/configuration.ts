@@ -1,5 +1,3 @@
-// Before any section class is defined: the decorators record design:type (what implicit conversion reads) only once it is loaded.
-import 'reflect-metadata';
 import { AppEnvironment, appSettings, type AppSettings } from './app.config.js';
 import { ConfigurationError, deploymentOf, Environment } from './environment.js';
 import { HttpEnvironment, httpSettings, type HttpSettings } from './http.config.js';

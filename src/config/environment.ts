@@ -1,3 +1,4 @@
+// Each *.config.ts imports it too: a decorator records design:type (what implicit conversion reads) only once it is loaded.
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync } from 'class-validator';
