@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { getConnectionToken } from '@nestjs/mongoose';
-import type { ClientSession, Connection } from 'mongoose';
+import { createHash } from 'node:crypto';
+import mongoose, { type ClientSession, type Connection } from 'mongoose';
+import type { Db } from 'mongodb';
 import { fingerprintRequest } from '@idempotent-orders/nest-idempotency/testing';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.port.js';
@@ -75,6 +77,50 @@ describe('erasure: a concurrent claim cannot slip past it, and nothing of the bo
     const erasureTargets = new Set(erasure.map((write) => write.target).filter(Boolean));
     const common = claim.map((write) => write.target).filter((target) => target && erasureTargets.has(target));
     expect(common).not.toEqual([]);
+  });
+
+  it('writes no unkeyed digest of the erased customer anywhere; a stripe of the previous release that exists is still marked (SEC4-01)', async () => {
+    // The previous release's form: SHA-256(tenant \n customer), recoverable by a dictionary over customer ids.
+    const unkeyed = (customerId: string) => createHash('sha256').update(`acme\n${customerId}`).digest('hex');
+    /** Every collection of the database whose serialized documents contain `needle`, with one hit each. */
+    const scan = async (db: Db, needle: string) => {
+      const hits: string[] = [];
+      // Every collection: listed by the server, or (the emulator has no listCollections) every model's of every connection.
+      const listed = await db
+        .listCollections({}, { nameOnly: true })
+        .toArray()
+        .then((collections) => collections.map((c) => c.name))
+        .catch(() => null);
+      const names = listed ?? [
+        ...new Set([...mongoose.connections.flatMap((c) => Object.values(c.models).map((m) => m.collection.collectionName)), 'charges']),
+      ];
+      if (db === t.db) expect(names).toEqual(expect.arrayContaining(['idempotency_subjects', 'erasures', 'orders']));
+      for (const name of names) {
+        for (const doc of await db.collection(name).find().toArray()) {
+          if (JSON.stringify(doc).includes(needle)) hits.push(`${db.databaseName}.${name}: ${JSON.stringify(doc).slice(0, 120)}`);
+        }
+      }
+      return hits;
+    };
+
+    await post('k-unkeyed', orderBody({ customerId: 'cus_unkeyed' })).expect(201);
+    await erase('cus_unkeyed');
+    const hits = [...(await scan(t.db, unkeyed('cus_unkeyed'))), ...(await scan(t.simulatorDb, unkeyed('cus_unkeyed')))];
+    expect(hits).toEqual([]);
+
+    type Stripe = { _id: string; updatedAt: Date; erasedAt: Date | null; expiresAt: Date };
+    // A deployment that ran the previous release has its stripes: those are still found and marked.
+    const legacyStripe = `${unkeyed('cus_old')}:3`;
+    await t.db
+      .collection<Stripe>('idempotency_subjects')
+      .insertOne({ _id: legacyStripe, updatedAt: new Date(0), erasedAt: null, expiresAt: new Date(Date.now() + 3_600_000) });
+    await erase('cus_old');
+    const legacy = await t.db
+      .collection<Stripe>('idempotency_subjects')
+      .find({ _id: { $regex: `^${unkeyed('cus_old')}:` } })
+      .toArray();
+    expect(legacy.map((stripe) => stripe._id)).toEqual([legacyStripe]);
+    expect(legacy[0].erasedAt).toBeInstanceOf(Date);
   });
 
   it('keeps only a keyed fingerprint of the erased body: the same body gets the stored 410, another body 422 as before', async () => {

@@ -58,6 +58,34 @@ describe('hostile requests', () => {
     });
   });
 
+  describe('a repeated member name (security review 3, SEC4-05): 400 json_not_i_json on every route, nothing moves', () => {
+    it('refuses it on the create, at the top and inside an item', async () => {
+      const body = orderBody();
+      const top = `{"currency":"EUR",${JSON.stringify(body).slice(1)}`;
+      const inItem = JSON.stringify(body).replace('"quantity":', '"quantity":5,"quantity":');
+      for (const text of [top, inItem]) {
+        expect(() => JSON.parse(text)).not.toThrow();
+        expectProblem(await postRaw('k-dup', text), 400, 'json_not_i_json');
+      }
+      await nothingStored();
+    });
+
+    it('refuses it on a refund: {"amountMinor":1,"amountMinor":2} refunds nothing (it refunded 2)', async () => {
+      const order = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'k-dup-order').send(orderBody()).expect(201);
+      const res = await t
+        .http()
+        .post(`/v1/orders/${order.body.id}/refunds`)
+        .set(auth())
+        .set('Idempotency-Key', 'k-dup-refund')
+        .set('Content-Type', 'application/json')
+        .send('{"amountMinor":1,"amountMinor":2,"reason":"requested_by_customer"}');
+      expectProblem(res, 400, 'json_not_i_json');
+      const stored = await t.db.collection('orders').findOne({ _id: order.body.id });
+      expect(stored?.refundedMinor ?? 0).toBe(0);
+      expect(await t.db.collection('idempotency_records').countDocuments()).toBe(1);
+    });
+  });
+
   describe('deep nesting (item 4)', () => {
     it.each([
       ['2,600 nested arrays in customerId', `{"customerId":${'['.repeat(2_600)}${']'.repeat(2_600)}}`],

@@ -72,6 +72,7 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // the same delivery would be refused again, so a provider should not retry it as it is.
   webhook_signature_invalid: { status: 401, ...REFUSED },
   webhook_timestamp_out_of_tolerance: { status: 401, ...REFUSED },
+  webhook_header_repeated: { status: 400, ...REFUSED },
   webhook_event_invalid: { status: 400, ...REFUSED },
   // The order has not recorded its charge yet: deliver the same event again later.
   webhook_not_ready: { status: 503, retryable: true, reuseKey: true, newKeySafe: false, retryAfterSeconds: 1 },

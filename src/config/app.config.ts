@@ -126,6 +126,7 @@ export function appSettings(env: AppEnvironment, deployment: Deployment, usingDe
     faultInjection: env.FAULT_INJECTION,
     faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
     benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
-    docsEnabled: env.DOCS_ENABLED ?? !production,
+    // Off wherever the dev defaults are (a real store, whatever NODE_ENV says): the document maps every route (SEC4-07).
+    docsEnabled: env.DOCS_ENABLED ?? realStore === undefined,
   };
 }

@@ -53,6 +53,12 @@ export function metricsSettings(
   const separate = env.METRICS_PORT !== undefined || (deployment.realStore !== undefined && env.METRICS_TOKEN === undefined);
   if (separate && env.METRICS_PORT === api.port) problems.push('METRICS_PORT: must differ from PORT');
   return separate
-    ? { listener: 'port', port: env.METRICS_PORT ?? DEFAULT_METRICS_PORT, host: env.METRICS_HOST ?? api.host, token: env.METRICS_TOKEN }
+    ? {
+        listener: 'port',
+        port: env.METRICS_PORT ?? DEFAULT_METRICS_PORT,
+        // Loopback unless said otherwise (a container names its scraper's network): never every interface by default (SEC4-07).
+        host: env.METRICS_HOST ?? (deployment.realStore === undefined ? api.host : '127.0.0.1'),
+        token: env.METRICS_TOKEN,
+      }
     : { listener: 'api', host: api.host, token: env.METRICS_TOKEN };
 }

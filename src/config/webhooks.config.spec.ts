@@ -15,6 +15,7 @@ describe('webhook and processing settings', () => {
       usingDevSecret: true,
       toleranceSeconds: 300,
       bodyLimitBytes: 65536,
+      refusalsPerSourcePerMinute: 60,
       processingBoundMs: 900000,
       reconcileIntervalMs: 30000,
     });

@@ -21,6 +21,12 @@ export class WebhooksEnvironment {
   @Max(1048576)
   WEBHOOK_BODY_LIMIT_BYTES: number = 65536;
 
+  // Refused webhook deliveries one source (client IP, see TRUST_PROXY) may cause per minute before it is
+  // refused on sight with 429, its body never read; valid deliveries never count. 0 = no limit.
+  @IsInt()
+  @Min(0)
+  WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE: number = 60;
+
   // No order stays `processing` longer than this: past it the provider is asked by charge key (and a charge still
   // processing is canceled there), whether or not a webhook ever arrived.
   @IsInt()
@@ -42,6 +48,7 @@ export interface WebhookSettings {
   usingDevSecret: boolean;
   toleranceSeconds: number;
   bodyLimitBytes: number;
+  refusalsPerSourcePerMinute: number;
   processingBoundMs: number;
   reconcileIntervalMs: number;
 }
@@ -56,6 +63,7 @@ export function webhookSettings(env: WebhooksEnvironment, deployment: Deployment
     usingDevSecret: secrets.dev,
     toleranceSeconds: env.WEBHOOK_TOLERANCE_SECONDS,
     bodyLimitBytes: env.WEBHOOK_BODY_LIMIT_BYTES,
+    refusalsPerSourcePerMinute: env.WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE,
     processingBoundMs: env.PROCESSING_BOUND_MS,
     reconcileIntervalMs: env.PROCESSING_RECONCILE_INTERVAL_MS,
   };
