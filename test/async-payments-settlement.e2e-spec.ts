@@ -15,6 +15,8 @@ const CLI = fileURLToPath(new URL('../dist/src/reconciliation/reconcile.cli.js',
 const PROCESSING_BOUND_MS = 1000;
 const DB_NAME = 'test_settlement';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A short re-check horizon (max(lease, resume window) + the reaper's interval) for the app and the CLI: a mismatch is read twice. */
+const RECHECK_ENV = { IDEMPOTENCY_LOCK_TIMEOUT_MS: '1000', IDEMPOTENCY_RESUME_WINDOW_MS: '0', REAPER_INTERVAL_MS: '100' };
 
 /**
  * Settlement reconciliation: the ledger's provider clearing account against
@@ -32,7 +34,10 @@ describe('settlement reconciliation', () => {
   const hourAround = () => ({ from: new Date(Date.now() - 3600_000), to: new Date(Date.now() + 3600_000) });
 
   beforeAll(async () => {
-    t = await startApp({ dbName: DB_NAME, env: { WEBHOOK_SECRETS: secret, PROCESSING_BOUND_MS: String(PROCESSING_BOUND_MS) } });
+    t = await startApp({
+      dbName: DB_NAME,
+      env: { WEBHOOK_SECRETS: secret, PROCESSING_BOUND_MS: String(PROCESSING_BOUND_MS), ...RECHECK_ENV },
+    });
     reconciliation = t.app.get(SettlementReconciliation);
     gateway = t.app.get(PaymentGateway) as SimulatedPaymentGateway;
   });
@@ -119,7 +124,14 @@ describe('settlement reconciliation', () => {
 
     // The same report from the command line (npm run reconcile -- --from --to), exit 1 for mismatches.
     const run = await promisify(execFile)(process.execPath, [CLI, '--from', from.toISOString(), '--to', to.toISOString()], {
-      env: { ...process.env, NODE_ENV: 'test', MONGODB_DB_NAME: DB_NAME, PAYMENT_SIMULATOR_DB_NAME: `${DB_NAME}_psp`, LOG_LEVEL: 'silent' },
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        MONGODB_DB_NAME: DB_NAME,
+        PAYMENT_SIMULATOR_DB_NAME: `${DB_NAME}_psp`,
+        LOG_LEVEL: 'silent',
+        ...RECHECK_ENV,
+      },
     }).then(
       (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
       (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),

@@ -17,6 +17,7 @@ describe('webhook and processing settings', () => {
       bodyLimitBytes: 65536,
       refusalsPerSourcePerMinute: 60,
       processingBoundMs: 900000,
+      processingBoundBankTransferMs: 432000000,
       reconcileIntervalMs: 30000,
     });
     expect(config.webhookDelivery).toMatchObject({ url: undefined, secrets: [DEV_WEBHOOK_SECRET], duplicateRate: 0, lossRate: 0 });

@@ -34,6 +34,12 @@ export class WebhooksEnvironment {
   @Max(604800000)
   PROCESSING_BOUND_MS: number = 900000;
 
+  // A bank transfer the provider cannot cancel while processing: waited for this long (days) before it is alerted on.
+  @IsInt()
+  @Min(1000)
+  @Max(2592000000)
+  PROCESSING_BOUND_BANK_TRANSFER_MS: number = 432000000;
+
   // How often the processing reconciliation looks for orders past the bound.
   @IsInt()
   @Min(100)
@@ -50,6 +56,8 @@ export interface WebhookSettings {
   bodyLimitBytes: number;
   refusalsPerSourcePerMinute: number;
   processingBoundMs: number;
+  /** Per method, for a charge the provider cannot cancel while processing (AsyncChargeResult `still_processing`). */
+  processingBoundBankTransferMs: number;
   reconcileIntervalMs: number;
 }
 
@@ -65,6 +73,7 @@ export function webhookSettings(env: WebhooksEnvironment, deployment: Deployment
     bodyLimitBytes: env.WEBHOOK_BODY_LIMIT_BYTES,
     refusalsPerSourcePerMinute: env.WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE,
     processingBoundMs: env.PROCESSING_BOUND_MS,
+    processingBoundBankTransferMs: env.PROCESSING_BOUND_BANK_TRANSFER_MS,
     reconcileIntervalMs: env.PROCESSING_RECONCILE_INTERVAL_MS,
   };
 }
