@@ -5,7 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { parse } from 'yaml';
-import { environmentVariables } from '../src/config/configuration.js';
+import { environmentVariables } from '../../src/config/configuration.js';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
