@@ -211,6 +211,7 @@ export class StripeFake {
       return answer(status, body);
     }
     const fingerprint = `${method} ${url.pathname} ${canonical(params)}`;
+    const fault = this.takeFault(url.pathname);
     const stored = this.keys.get(key);
     if (stored && this.now() - stored.storedAt < KEY_RETENTION_MS) {
       if (stored.fingerprint !== fingerprint) {
@@ -232,9 +233,14 @@ export class StripeFake {
           ),
         );
       }
+      if (fault === 'lose_answer') {
+        // A replay's answer can be lost too.
+        this.requests.push({ method, path: url.pathname, key, status: 0 });
+        req.socket.destroy();
+        return;
+      }
       return answer(stored.status, stored.body, true);
     }
-    const fault = this.takeFault(url.pathname);
     if (fault === 'in_flight') {
       return answer(
         409,
