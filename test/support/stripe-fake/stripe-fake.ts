@@ -376,6 +376,7 @@ export class StripeFake {
       reporting_category: 'charge',
       source: intent.latest_charge,
       _metadata: intent.metadata,
+      _intent: intent.id,
     });
     this.emit('payment_intent.succeeded', intent);
   }
@@ -482,6 +483,7 @@ export class StripeFake {
         reporting_category: 'refund',
         source: refund.id,
         _metadata: refund.metadata,
+        _intent: intent.id,
       });
     }
     this.emit(refund.status === 'failed' ? 'refund.failed' : 'refund.created', refund);
@@ -502,11 +504,12 @@ export class StripeFake {
     if (created.lt !== undefined) rows = rows.filter((r) => (r.created as number) < Number(created.lt));
     if (params.starting_after) rows = rows.slice(rows.findIndex((r) => r.id === params.starting_after) + 1);
     const expand = ([] as unknown[]).concat(params.expand ?? []).includes('data.source');
-    const page = rows.slice(0, limit).map(({ _metadata, ...row }) => {
+    if (params.type) rows = rows.filter((r) => r.type === params.type);
+    const page = rows.slice(0, limit).map(({ _metadata, _intent, ...row }) => {
       if (!expand) return row;
       const source = String(row.source);
       if (source.startsWith('re_')) return { ...row, source: { ...this.refunds.get(source) } };
-      return { ...row, source: { id: source, object: 'charge', metadata: _metadata } };
+      return { ...row, source: { id: source, object: 'charge', metadata: _metadata, payment_intent: _intent } };
     });
     return [200, { object: 'list', data: page, has_more: rows.length > limit, url: '/v1/balance_transactions' }];
   }
