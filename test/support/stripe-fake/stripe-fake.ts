@@ -154,6 +154,22 @@ export class StripeFake {
     this.touch(intent);
   }
 
+  /** An event's delivery as Stripe sends it: the JSON body and its Stripe-Signature header (the SDK's own test signer). */
+  signed(event: FakeEvent, secret = this.webhook?.secret ?? ''): { payload: string; header: string } {
+    const payload = JSON.stringify({
+      id: event.id,
+      object: 'event',
+      api_version: FAKE_API_VERSION,
+      created: event.created,
+      livemode: false,
+      pending_webhooks: 1,
+      request: { id: null, idempotency_key: null },
+      type: event.type,
+      data: { object: event.object },
+    });
+    return { payload, header: Stripe.webhooks.generateTestHeaderString({ payload, secret }) };
+  }
+
   /** Signs and POSTs an event to the webhook URL, as Stripe would (again, for a duplicate delivery). */
   async deliver(event: FakeEvent): Promise<{ status: number; body: string }> {
     if (!this.webhook) throw new Error('no webhook endpoint set');
