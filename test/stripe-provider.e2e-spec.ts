@@ -91,7 +91,8 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
     await deliver(succeeded, 'whsec_not_the_endpoint_secret').expect(401);
     expect(await t.db.collection('webhook_inbox').countDocuments({ _id: succeeded.id as never })).toBe(0);
 
-    const applied = await deliver(succeeded).expect(200);
+    const applied = await deliver(succeeded);
+    expect(applied.status).toBe(200);
     expect(applied.body).toMatchObject({ eventId: succeeded.id, duplicate: false, outcome: 'applied', orderId: pending.body.id });
     expect((await deliver(succeeded).expect(200)).body).toMatchObject({ duplicate: true });
     // The earlier event, delivered late: recorded, changes nothing.

@@ -18,8 +18,17 @@ import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
  */
 @Module({
   providers: [
-    { provide: STRIPE_SETTINGS, useFactory: (): StripeSettings => parseStripeSettings(process.env, process.env.NODE_ENV === 'production') },
-    { provide: STRIPE_CLIENT, inject: [STRIPE_SETTINGS], useFactory: (settings: StripeSettings) => createStripeClient(settings) },
+    // Null unless PAYMENT_PROVIDER=stripe: the simulator's deployments need no Stripe secret, and get no Stripe client.
+    {
+      provide: STRIPE_SETTINGS,
+      useFactory: (): StripeSettings | null =>
+        process.env.PAYMENT_PROVIDER === 'stripe' ? parseStripeSettings(process.env, process.env.NODE_ENV === 'production') : null,
+    },
+    {
+      provide: STRIPE_CLIENT,
+      inject: [STRIPE_SETTINGS],
+      useFactory: (settings: StripeSettings | null) => (settings ? createStripeClient(settings) : null),
+    },
     {
       provide: StripeRequestJournal,
       inject: [getConnectionToken()],
@@ -29,10 +38,14 @@ import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
     {
       provide: StripePaymentGateway,
       inject: [STRIPE_CLIENT, StripeRequestJournal, Clock, STRIPE_SETTINGS],
-      useFactory: (stripe: Stripe, journal: StripeRequestJournal, clock: Clock, settings: StripeSettings) =>
-        new StripePaymentGateway(stripe, journal, clock, settings),
+      useFactory: (stripe: Stripe | null, journal: StripeRequestJournal, clock: Clock, settings: StripeSettings | null) =>
+        stripe && settings ? new StripePaymentGateway(stripe, journal, clock, settings) : null,
     },
-    { provide: StripeProviderStatement, inject: [STRIPE_CLIENT], useFactory: (stripe: Stripe) => new StripeProviderStatement(stripe) },
+    {
+      provide: StripeProviderStatement,
+      inject: [STRIPE_CLIENT],
+      useFactory: (stripe: Stripe | null) => (stripe ? new StripeProviderStatement(stripe) : null),
+    },
   ],
   exports: [StripePaymentGateway, StripeProviderStatement, STRIPE_CLIENT, STRIPE_SETTINGS],
 })

@@ -1,4 +1,4 @@
-import { Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Inject, NotFoundException, Post, Req } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import Stripe from 'stripe';
@@ -31,8 +31,8 @@ import type { StripeSettings } from './stripe.settings.js';
 export class StripeWebhooksController {
   constructor(
     private readonly inbox: WebhookInbox,
-    @Inject(STRIPE_CLIENT) private readonly stripe: Stripe,
-    @Inject(STRIPE_SETTINGS) private readonly settings: StripeSettings,
+    @Inject(STRIPE_CLIENT) private readonly stripe: Stripe | null,
+    @Inject(STRIPE_SETTINGS) private readonly settings: StripeSettings | null,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
@@ -47,10 +47,13 @@ export class StripeWebhooksController {
   })
   @ApiHeader({ name: 'stripe-signature', required: true, description: '`t=<unix seconds>,v1=<hex HMAC-SHA256>`' })
   @ApiOkResponse({ type: WebhookReceiptResponse })
+  @ApiProblemResponse(404, 'PAYMENT_PROVIDER is not stripe: no such endpoint')
   @ApiProblemResponse(401, '`webhook_signature_invalid` or `webhook_timestamp_out_of_tolerance`: nothing recorded')
   @ApiProblemResponse(413, '`payload_too_large`: the body is over WEBHOOK_BODY_LIMIT_BYTES')
   @ApiProblemResponse(503, '`webhook_not_ready` or `store_unavailable`: nothing recorded; Stripe delivers again', RETRY_AFTER_HEADER)
   async receive(@Req() request: FastifyRequest): Promise<InboxReceipt> {
+    // Without PAYMENT_PROVIDER=stripe there is no Stripe endpoint: as unknown as any other route, nothing read.
+    if (!this.stripe || !this.settings) throw new NotFoundException();
     const raw = typeof request.body === 'string' ? request.body : '';
     if (Buffer.byteLength(raw, 'utf8') > this.config.bodyLimitBytes) throw new WebhookPayloadTooLargeError(this.config.bodyLimitBytes);
     const signature = request.headers['stripe-signature'];
