@@ -61,6 +61,19 @@ describe('Stripe adapter: exactly once under faults', () => {
       (pi) => (pi.metadata as Record<string, string>).charge_key === key && ['succeeded', 'requires_capture'].includes(pi.status as string),
     );
 
+  it('without PAYMENT_PROVIDER=stripe the Stripe webhook door is not there: 404, nothing recorded', async () => {
+    const event = { id: 'evt_not_for_us', type: 'payment_intent.succeeded', created: Math.floor(Date.now() / 1000), object: {} };
+    const { payload, header } = fake.signed(event, 'whsec_any0123456789');
+    await t
+      .http()
+      .post('/v1/webhooks/stripe')
+      .set('content-type', 'application/json')
+      .set('stripe-signature', header)
+      .send(payload)
+      .expect(404);
+    expect(await t.db.collection('webhook_inbox').countDocuments({ _id: 'evt_not_for_us' as never })).toBe(0);
+  });
+
   it("a lost answer is replayed by the SDK's one retry under our key: one PaymentIntent", async () => {
     const key = newKey();
     fake.inject('lose_answer', /^\/v1\/payment_intents$/);

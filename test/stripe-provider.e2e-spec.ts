@@ -87,8 +87,16 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
     fake.settle(intent.id as string, 'succeeded');
     const succeeded = fake.events.find((e) => e.type === 'payment_intent.succeeded' && e.object.id === intent.id)!;
 
-    // A forged signature: 401, nothing recorded.
+    // A forged signature, and a genuine signature over other bytes: 401, nothing recorded.
     await deliver(succeeded, 'whsec_not_the_endpoint_secret').expect(401);
+    const { payload, header } = fake.signed(succeeded);
+    await t
+      .http()
+      .post('/v1/webhooks/stripe')
+      .set('content-type', 'application/json')
+      .set('stripe-signature', header)
+      .send(payload.replace('"livemode":false', '"livemode":false '))
+      .expect(401);
     expect(await t.db.collection('webhook_inbox').countDocuments({ _id: succeeded.id as never })).toBe(0);
 
     const applied = await deliver(succeeded);
@@ -147,5 +155,34 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
     const books = t.db.client.db('test_stripe_provider_books');
     await exportBooks(fake, books);
     expect(await findViolations({ db: t.db, simulatorDb: books, acknowledgedOrderIds: acknowledged })).toEqual([]);
+  });
+});
+
+describe('PAYMENT_PROVIDER=stripe fails closed at boot', () => {
+  const boot = (env: Record<string, string>) =>
+    startApp({ dbName: 'test_stripe_provider_boot', env: { PAYMENT_PROVIDER: 'stripe', ...env } });
+
+  it('refuses a live key outside production, naming the variable and never the key', async () => {
+    const key = 'sk_live_51Hx0123456789abcdefLIVEKEY';
+    const refused = await boot({ STRIPE_SECRET_KEY: key, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET }).then(
+      async (t) => {
+        await t.close();
+        return null;
+      },
+      (error: Error) => error,
+    );
+    expect(refused?.message).toMatch(/STRIPE_SECRET_KEY: a live key \(sk_live_\) is refused outside production/);
+    expect(refused?.message).not.toContain('LIVEKEY');
+  });
+
+  it('refuses to start without the webhook secret', async () => {
+    const refused = await boot({ STRIPE_SECRET_KEY: 'sk_test_fake0123456789' }).then(
+      async (t) => {
+        await t.close();
+        return null;
+      },
+      (error: Error) => error,
+    );
+    expect(refused?.message).toMatch(/STRIPE_WEBHOOK_SECRET/);
   });
 });
