@@ -32,7 +32,8 @@ import { StripeOpenApiValidator } from './openapi-validator.js';
  * Test cards (Stripe's test PaymentMethods): pm_card_visa succeeds,
  * pm_card_chargeDeclined declines (card_declined), pm_card_refundFail
  * succeeds and its refunds fail. Fake-only: pm_card_async stays
- * `processing` until settle() (stands for an asynchronous method).
+ * `processing` until settle() (stands for an asynchronous method);
+ * pm_card_unavailable finds Stripe down (503, nothing stored).
  */
 export const FAKE_API_VERSION = '2026-10-28.endive';
 const KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -226,6 +227,9 @@ export class StripeFake {
       const [status, body] = this.execute(method, url.pathname, params);
       return answer(status, body);
     }
+    // Fake-only test card: Stripe is down for any request that uses it (503, nothing executed, nothing stored).
+    if (params.payment_method === 'pm_card_unavailable')
+      return answer(503, errorBody('api_error', 'The service is temporarily unavailable.'));
     const fingerprint = `${method} ${url.pathname} ${canonical(params)}`;
     const fault = this.takeFault(url.pathname);
     const stored = this.keys.get(key);
