@@ -2,7 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { SettlementReconciliation } from '../src/reconciliation/settlement-reconciliation.service.js';
 import { exportBooks } from './support/stripe-fake/provider-books.js';
 import { StripeFake } from './support/stripe-fake/stripe-fake.js';
+import type { OpenAPIV3 } from 'openapi-types';
 import { findViolations } from './support/invariants.js';
+import { responseCheck, type ResponseCheck } from './support/openapi-check.js';
 import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
 
 const WEBHOOK_SECRET = 'whsec_fake0123456789abcdef';
@@ -17,6 +19,7 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
   let t: TestApp;
   const fake = new StripeFake();
   const acknowledged: string[] = [];
+  let check: ResponseCheck;
 
   beforeAll(async () => {
     await fake.start();
@@ -33,6 +36,7 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
     });
     await t.db.collection('stripe_requests').deleteMany({});
     await t.db.collection('webhook_inbox').deleteMany({});
+    check = await responseCheck((await t.http().get('/docs/json').expect(200)).body as OpenAPIV3.Document);
   });
   afterEach(() => expect(fake.violations.splice(0)).toEqual([]));
   afterAll(async () => {
@@ -101,6 +105,11 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
 
     const applied = await deliver(succeeded);
     expect(applied.status).toBe(200);
+    // The door's answers are the ones its OpenAPI document promises.
+    const documented = (res: { status: number; headers: Record<string, string>; body: unknown }) =>
+      check.errors('POST', '/v1/webhooks/stripe', res.status, String(res.headers['content-type']).split(';')[0], res.body);
+    expect(documented(applied)).toEqual([]);
+    expect(documented(await deliver(succeeded, 'whsec_not_the_endpoint_secret'))).toEqual([]);
     expect(applied.body).toMatchObject({ eventId: succeeded.id, duplicate: false, outcome: 'applied', orderId: pending.body.id });
     expect((await deliver(succeeded).expect(200)).body).toMatchObject({ duplicate: true });
     // The earlier event, delivered late: recorded, changes nothing.
