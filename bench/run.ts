@@ -856,6 +856,78 @@ async function webhookIngestion(bench: Bench): Promise<ScenarioResult> {
 }
 
 /**
+ * Strangers at the webhook door (security review 3, SEC4-04): 64 KiB
+ * deliveries that fail, at the bench's first concurrency level - (a) with no
+ * webhook headers, refused on the headers (the body is never read), and (b)
+ * well-formed headers with a signature no secret made, refused after the
+ * body is read and its HMAC computed (node:crypto). Refusals/s and CPU per
+ * refusal; nothing may reach the inbox. The review measured 2.55 ms CPU per
+ * (b) with the pure-JS HMAC, 0.95 ms for an unauthenticated 64 KiB create.
+ */
+async function webhookRefusals(bench: Bench): Promise<ScenarioResult[]> {
+  const { service, settings } = bench;
+  const concurrency = bench.levels[0];
+  const body = JSON.stringify({ type: 'charge.succeeded', pad: 'x'.repeat(64 * 1024 - 48) });
+  const requests = settings.mode === 'quick' ? 400 : 2_000;
+  const run = async (kind: 'headers' | 'signature'): Promise<ScenarioResult> => {
+    const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
+    const answered: { status: number; ms: number }[] = [];
+    let next = 0;
+    const started = performance.now();
+    const worker = async () => {
+      while (next++ < requests) {
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        if (kind === 'signature') {
+          headers['webhook-id'] = `evt_stranger_${next}`;
+          headers['webhook-timestamp'] = String(Math.floor(Date.now() / 1000));
+          headers['webhook-signature'] = `v1,${Buffer.alloc(32, next % 256).toString('base64')}`;
+        }
+        const begin = performance.now();
+        try {
+          const response = await fetch(`${service.baseUrl}/v1/webhooks/payments`, { method: 'POST', headers, body });
+          await response.arrayBuffer();
+          answered.push({ status: response.status, ms: performance.now() - begin });
+        } catch {
+          answered.push({ status: 0, ms: performance.now() - begin });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    const durationSeconds = (performance.now() - started) / 1000;
+    const statusCounts: Record<string, number> = {};
+    for (const answer of answered) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
+    const ms = answered.map((a) => a.ms);
+    return {
+      id: `webhook-refused-${kind}-c${concurrency}`,
+      title:
+        kind === 'headers'
+          ? 'webhook stranger, no headers, 64 KiB (refused on headers)'
+          : 'webhook stranger, bad signature, 64 KiB (read + HMAC)',
+      concurrency,
+      durationSeconds,
+      requests: answered.length,
+      reqPerSec: answered.length / durationSeconds,
+      p50Ms: percentile(ms, 50),
+      p99Ms: percentile(ms, 99),
+      errors: statusCounts['0'] ?? 0,
+      non2xx: answered.filter((a) => a.status !== 0 && (a.status < 200 || a.status > 299)).length,
+      statusCounts,
+      cpuMsPerRequest: cpu.perRequest(answered.length),
+      check: { ok: Object.keys(statusCounts).every((status) => status === '401'), detail: statusSummary(statusCounts) },
+    };
+  };
+  const results = [await run('headers'), await run('signature')];
+  const inbox = (await bench.store.webhookEffects([])).inbox;
+  for (const result of results) {
+    if (inbox !== 0) result.check = { ok: false, detail: `${result.check?.detail}; ${inbox} inbox rows written` };
+    console.log(
+      `${result.title}: ${result.reqPerSec.toFixed(0)} refusals/s, ${result.cpuMsPerRequest?.toFixed(3) ?? '?'} ms CPU per refusal`,
+    );
+  }
+  return results;
+}
+
+/**
  * The orders and their refunds, read one after the other: a refund that
  * finishes between the two reads shows as an order out of step, so a
  * mismatch is read again after a pause and only one that stays is reported.
@@ -936,7 +1008,10 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
     await timed(() => refundThroughput(bench));
     await timed(() => refundHotOrder(bench));
   }
-  if (wanted('webhook')) await timed(() => webhookIngestion(bench));
+  if (wanted('webhook')) {
+    await timed(() => webhookIngestion(bench));
+    await timed(() => webhookRefusals(bench));
+  }
 }
 
 /** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */
@@ -1002,7 +1077,8 @@ async function main(): Promise<number> {
       simulatorDbName: names.simulator,
       paymentLatencyMs: settings.paymentLatencyMs,
       apiKeys: `${TENANT}:${SECRET}`,
-      env: { WEBHOOK_SECRETS: WEBHOOK_SECRET },
+      // Refusals measured one by one (SEC4-04): the per-source limit would turn them into 429s after 60.
+      env: { WEBHOOK_SECRETS: WEBHOOK_SECRET, WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE: '0' },
     };
     const profileDir = join(ROOT, 'bench', 'profiles', resultsFileName(startedAt).replace(/\.json$/, ''));
     const profiled = (name: string) => (settings.profile ? { cpuProfileDir: join(profileDir, profileFolder(name)) } : {});

@@ -9,7 +9,16 @@ import { UnauthorizedError } from './auth/auth.errors.js';
 import { ProblemDetailsFilter, sendProblem, toProblemResponse } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import type { HttpSettings } from './config/configuration.js';
-import { appConfig, httpConfig, securityConfig, type AppConfig, type HttpConfig, type SecurityConfig } from './config/config.tokens.js';
+import {
+  appConfig,
+  httpConfig,
+  securityConfig,
+  webhooksConfig,
+  type AppConfig,
+  type HttpConfig,
+  type SecurityConfig,
+  type WebhooksConfig,
+} from './config/config.tokens.js';
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
@@ -17,6 +26,7 @@ import { connectionsCheckingInterval, enforceRequestDeadline } from './http/requ
 import { isSignedRawBodyRoute } from './http/signed-raw-body.js';
 import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { guardWebhookDoor, WebhookRefusals } from './webhooks/webhook-door.js';
 import { setUpOpenApi } from './openapi.js';
 
 /**
@@ -94,11 +104,11 @@ export function createAdapter(http: HttpSettings): FastifyAdapter {
 function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
   const limits = { maxDepth: http.jsonMaxDepth, maxValues: http.jsonMaxValues };
   fastify.removeContentTypeParser(['application/json', 'text/plain']);
-  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: http.bodyLimitBytes }, (request, body, done) => {
-    // Verified over the exact text, then parsed by the handler: a stranger's body is never parsed here.
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: http.bodyLimitBytes }, (request, body, done) => {
+    // Verified over the exact bytes, then decoded and parsed by the handler: a stranger's body is never parsed here.
     if (isSignedRawBodyRoute(request)) return done(null, body);
     try {
-      done(null, parseJsonBody(body as string, limits));
+      done(null, parseJsonBody((body as Buffer).toString('utf8'), limits));
     } catch (error) {
       done(error as Error, undefined);
     }
@@ -147,6 +157,7 @@ export function configureApp(app: NestFastifyApplication): INestApplication {
   closeIdleConnectionsOnClose(fastify);
   countRequests(app);
   refuseStrangersEarly(app);
+  guardWebhookDoor(fastify, app.get<WebhooksConfig>(webhooksConfig.KEY), app.get(MetricsService), app.get(WebhookRefusals));
   // Optional in production (DOCS_ENABLED): the document maps every route for whoever asks.
   if (app.get<AppConfig>(appConfig.KEY).docsEnabled) setUpOpenApi(app);
   return app;

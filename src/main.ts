@@ -6,6 +6,8 @@ import { existsSync } from 'node:fs';
 import { configureApp, createAdapter, NEST_APP_OPTIONS } from './app.setup.js';
 import { AppModule } from './app.module.js';
 import { ConfigurationError, loadConfiguration, useEmbeddedStore } from './config/configuration.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import { guardUnhandledRejections } from './metrics/unhandled-rejections.js';
 import { EMULATOR_GAPS, resolveMongoBackend, type MongoBackend } from './database/embedded-mongo.js';
 
 async function bootstrap(): Promise<void> {
@@ -56,6 +58,8 @@ async function bootstrap(): Promise<void> {
     abortOnError: false,
   });
   configureApp(app);
+  // A rejection nobody handled is logged (error, with its stack) and counted, not a crash of every request in flight.
+  guardUnhandledRejections(app.get(MetricsService).unhandledRejections, new Logger('UnhandledRejection'));
   const logger = new Logger('Bootstrap');
   for (const notice of notices) logger[notice.level](notice.message);
   // SIGTERM: Nest's shutdown hooks stop the reaper and relay, close Fastify - which stops accepting

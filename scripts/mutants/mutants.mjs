@@ -9,10 +9,15 @@
 // named for the rule. `fast`: part of `npm run test:mutants:fast` (CI), each
 // killed by a test that takes seconds.
 //
-// Not here yet: "a refund or capture applied twice" - neither operation exists
-// (DESIGN.md section 2 plans them as consumers of the idempotency package).
+// `build: true` on a killer: it runs the built service or CLI (dist/), so the
+// runner builds the mutant's copy before running it (never the unmutated dist/).
+//
+// The first eleven break the create path and the package's protocol (issue 26);
+// the rest (issue 33) the money after it, the webhooks, settlement
+// reconciliation and the package's fingerprint - each killed by a test named
+// for its rule.
 
-const MODEL = { file: 'test/model-based.e2e-spec.ts', name: 'holds every invariant over' };
+const MODEL = { file: 'test/model/model-based.e2e-spec.ts', name: 'holds every invariant over' };
 
 export const MUTANTS = [
   {
@@ -26,7 +31,7 @@ export const MUTANTS = [
           "const late = (await this.lateRetries.answer(request)) ?? { response: { status: 409, headers: { 'content-type': 'application/problem+json' }, body: JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'idempotency_key_expired' }) }, replayed: false, keyExpiresAt: this.clock.now() };",
       },
     ],
-    killers: [MODEL, { file: 'test/orders.e2e-spec.ts', name: 'creates, charges and saves an order' }],
+    killers: [MODEL, { file: 'test/orders/orders.e2e-spec.ts', name: 'creates, charges and saves an order' }],
     fast: true,
   },
   {
@@ -39,7 +44,7 @@ export const MUTANTS = [
         replace: 'if (record) throw new IdempotencyKeyInUseError(1);\n    const response = this.responses.open(record);',
       },
     ],
-    killers: [MODEL, { file: 'test/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
+    killers: [MODEL, { file: 'test/idempotency/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
   },
   {
     id: 'decline-charged',
@@ -51,7 +56,7 @@ export const MUTANTS = [
         replace: 'if (request.paymentToken === TEST_TOKENS.declines && request.amountMinor < 0) {',
       },
     ],
-    killers: [MODEL, { file: 'test/orders.e2e-spec.ts', name: 'declines' }],
+    killers: [MODEL, { file: 'test/orders/orders.e2e-spec.ts', name: 'declines' }],
     fast: true,
   },
   {
@@ -68,11 +73,14 @@ export const MUTANTS = [
         ],
       },
     ],
-    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: "keeps an erased customer's tombstones, keyed and without their subject" }],
+    killers: [
+      MODEL,
+      { file: 'test/idempotency/tombstones.e2e-spec.ts', name: "keeps an erased customer's tombstones, keyed and without their subject" },
+    ],
   },
   {
     id: 'fencing-removed',
-    rule: "fencing CAS removed: a worker that lost its lease still checkpoints and finishes (the owner is not in the filter)",
+    rule: 'fencing CAS removed: a worker that lost its lease still checkpoints and finishes (the owner is not in the filter)',
     patches: [
       {
         file: 'packages/nest-idempotency/src/store/record.repository.ts',
@@ -81,11 +89,15 @@ export const MUTANTS = [
       },
       {
         file: 'packages/nest-idempotency/src/store/record.repository.ts',
-        search: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },",
+        search:
+          "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner },",
         replace: "const finished = await this.native.findOneAndUpdate( { _id: lease.recordId, status: 'pending' },",
       },
     ],
-    killers: [MODEL, { file: 'test/recovery.e2e-spec.ts', name: 'fencing: a worker whose attempt was abandoned and restarted' }],
+    killers: [
+      MODEL,
+      { file: 'test/idempotency/recovery.e2e-spec.ts', name: 'fencing: a worker whose attempt was abandoned and restarted' },
+    ],
   },
   {
     id: 'tombstone-not-written',
@@ -94,13 +106,19 @@ export const MUTANTS = [
       {
         file: 'packages/nest-idempotency/src/protocol/attempts.ts',
         alternatives: [
-          { search: "if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));", replace: '' },
+          {
+            search: "if (tombstone) await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));",
+            replace: '',
+          },
           // Issue 21: every final answer has one (an erased one's is keyed), so the write is no longer conditional.
-          { search: "await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));", replace: 'void tombstone;' },
+          {
+            search: "await this.metrics.timeStore('tombstone', () => this.tombstones.write(session, tombstone));",
+            replace: 'void tombstone;',
+          },
         ],
       },
     ],
-    killers: [MODEL, { file: 'test/tombstones.e2e-spec.ts', name: 'answers the same body after retention with 409' }],
+    killers: [MODEL, { file: 'test/idempotency/tombstones.e2e-spec.ts', name: 'answers the same body after retention with 409' }],
     fast: true,
   },
   {
@@ -126,7 +144,7 @@ export const MUTANTS = [
         replace: 'return { status: stored.status === 201 ? 200 : stored.status, headers: stored.headers,',
       },
     ],
-    killers: [MODEL, { file: 'test/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
+    killers: [MODEL, { file: 'test/idempotency/idempotency.e2e-spec.ts', name: 'same key \\+ same body x10' }],
   },
   {
     id: 'reaper-charges',
@@ -138,7 +156,13 @@ export const MUTANTS = [
         replace: "if (mode === 'reconcile' && !order.paymentToken) {",
       },
     ],
-    killers: [MODEL, { file: 'test/recovery.e2e-spec.ts', name: 'fencing: a worker paused before charging cannot charge a key the reaper canceled' }],
+    killers: [
+      MODEL,
+      {
+        file: 'test/idempotency/recovery.e2e-spec.ts',
+        name: 'fencing: a worker paused before charging cannot charge a key the reaper canceled',
+      },
+    ],
   },
   {
     id: 'subject-lock-skipped',
@@ -150,16 +174,169 @@ export const MUTANTS = [
         replace: 'if (request.subject && request.subject.length < 0) {',
       },
     ],
-    killers: [MODEL, { file: 'test/erasure.e2e-spec.ts', name: 'a claim and an erasure of one customer write one common document' }],
+    killers: [
+      MODEL,
+      { file: 'test/idempotency/erasure.e2e-spec.ts', name: 'a claim and an erasure of one customer write one common document' },
+    ],
   },
   {
     id: 'redis-entry-past-expiry',
     rule: 'a Redis entry is used past its expiry (its key past retention still replays from Redis)',
-    patches: [{ file: 'packages/nest-idempotency/src/fast-path/cache-entry.ts', search: "if (entry.expiresAt <= now.getTime()) return 'ask_store';", replace: '' }],
+    patches: [
+      {
+        file: 'packages/nest-idempotency/src/fast-path/cache-entry.ts',
+        search: "if (entry.expiresAt <= now.getTime()) return 'ask_store';",
+        replace: '',
+      },
+    ],
     killers: [
-      { file: 'test/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
+      { file: 'test/model/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
       { file: 'packages/nest-idempotency/src/fast-path/cache-entry.spec.ts', name: 'sends an entry past the record expiry to MongoDB' },
     ],
+    fast: true,
+  },
+
+  // --- issue 33: the money, the webhooks, reconciliation and the package's fingerprint ---
+  {
+    id: 'refund-past-refundable',
+    rule: "a refund reserves more than is left to refund: the claim's conditional update no longer compares the amount",
+    patches: [
+      {
+        file: 'src/orders/order.repository.ts',
+        search: 'refundableMinor: { $gte: amountMinor } },',
+        replace: 'refundableMinor: { $gte: 0 } },',
+      },
+    ],
+    // Not in the fast subset: its e2e killer boots the refunds suite (the subset stays under 5 minutes).
+    killers: [{ file: 'test/refunds/refunds.e2e-spec.ts', name: 'refused inside the claim transaction' }],
+  },
+  {
+    id: 'refund-reservation-kept',
+    rule: "a refund that failed keeps its reservation: the order's refundable amount is never given back",
+    patches: [
+      {
+        file: 'src/orders/order.repository.ts',
+        search: '{ $inc: { refundableMinor: amountMinor }, $set: { updatedAt: now } },',
+        replace: '{ $inc: { refundableMinor: 0 }, $set: { updatedAt: now } },',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/refunds/refunds.e2e-spec.ts',
+        name: 'declined by the issuer: a stored 402 refund_declined, replayed; the reservation is given back',
+      },
+    ],
+  },
+  {
+    id: 'refund-journal-not-reversal',
+    rule: "a refund's journal is not the reversal of the sale: the money goes back to revenue instead of through the provider's clearing account",
+    patches: [
+      {
+        file: 'src/ledger/journal.ts',
+        search: "{ account: ACCOUNTS.providerClearing, direction: 'credit', amountMinor },",
+        replace: "{ account: ACCOUNTS.revenue, direction: 'credit', amountMinor },",
+      },
+    ],
+    killers: [{ file: 'src/ledger/journal.spec.ts', name: 'posts a refund as the exact reversal of its amount' }],
+    fast: true,
+  },
+  {
+    id: 'journal-unbalanced-posted',
+    rule: 'a journal whose debits and credits differ is posted',
+    patches: [
+      { file: 'src/ledger/journal.ts', search: 'if (balance !== 0n) throw', replace: 'if (balance !== 0n && lines.length < 2) throw' },
+    ],
+    killers: [{ file: 'src/ledger/journal.spec.ts', name: 'refuses unbalanced, fractional, zero or single-line journals' }],
+    fast: true,
+  },
+  {
+    id: 'capture-past-authorization',
+    rule: 'a capture of more than the authorization is not refused as capture_exceeds_authorized (422, nothing written)',
+    patches: [
+      {
+        file: 'src/orders/payment-actions/order-payment-actions.ts',
+        search: 'amountMinor > order.authorizedMinor) {',
+        replace: 'amountMinor > order.authorizedMinor * 2) {',
+      },
+    ],
+    killers: [{ file: 'test/capture-void/capture-void.e2e-spec.ts', name: 'more than authorized is 422 with nothing written' }],
+  },
+  {
+    id: 'capture-or-void-after-capture',
+    rule: 'an order already captured can be taken again: a second capture, or a void after the capture',
+    patches: [
+      {
+        file: 'src/orders/order.repository.ts',
+        search: "state: 'authorized', authorizedMinor: { $gte: action.amountMinor },",
+        replace: "state: { $in: ['authorized', 'captured'] }, authorizedMinor: { $gte: action.amountMinor },",
+      },
+    ],
+    killers: [
+      { file: 'test/capture-void/capture-void.e2e-spec.ts', name: 'captures once: a second capture with another key is refused' },
+      { file: 'test/capture-void/capture-void.e2e-spec.ts', name: 'a void after the capture is refused, nothing written' },
+    ],
+  },
+  {
+    id: 'webhook-signature-unchecked',
+    rule: 'the webhook verifier accepts a delivery without checking its signature (any secret, any body)',
+    patches: [
+      { file: 'src/webhooks/webhook-verifier.ts', search: 'key.verify(rawBody, given, { jsonParse: false });', replace: 'void key;' },
+    ],
+    killers: [{ file: 'src/webhooks/webhook-verifier.spec.ts', name: 'refuses another secret, another body, another id' }],
+    fast: true,
+  },
+  {
+    id: 'webhook-tolerance-ignored',
+    rule: "the webhook verifier ignores the configured timestamp tolerance (only the library's 5 minutes hold)",
+    patches: [
+      {
+        file: 'src/webhooks/webhook-verifier.ts',
+        search: '> this.toleranceSeconds * 1000) {',
+        replace: '> 300 * 1000) {',
+      },
+    ],
+    killers: [{ file: 'src/webhooks/webhook-verifier.spec.ts', name: 'refuses a timestamp outside the configured tolerance' }],
+    fast: true,
+  },
+  {
+    id: 'inbox-skips-unknown-events',
+    rule: 'the inbox acknowledges an event of an unknown type without recording it (a redelivery is not known as a duplicate)',
+    patches: [
+      {
+        file: 'src/webhooks/webhook-inbox.service.ts',
+        search: 'if (!event.charge) { await this.events.insert(session, row);',
+        replace: 'if (!event.charge) {',
+      },
+    ],
+    killers: [{ file: 'test/webhooks/webhooks.e2e-spec.ts', name: 'records and acknowledges an unknown event type' }],
+  },
+  {
+    id: 'settlement-amount-unchecked',
+    rule: 'settlement reconciliation does not report a charge whose amount differs between the ledger and the provider',
+    patches: [
+      {
+        file: 'src/reconciliation/settlement-compare.ts',
+        search: 'else if (providerMinor !== ledgerMinor || (theirs && ours && theirs.currency !== ours.currency))',
+        replace: 'else if (theirs && ours && theirs.currency !== ours.currency)',
+      },
+    ],
+    killers: [
+      { file: 'src/reconciliation/settlement-compare.spec.ts', name: 'matches equal sides and names every kind of mismatch once' },
+      // Runs the built reconcile CLI (dist/src/reconciliation/reconcile.cli.js): the runner builds the mutant.
+      { file: 'test/reconciliation/settlement.e2e-spec.ts', name: 'an amount that differs', build: true },
+    ],
+  },
+  {
+    id: 'fingerprint-ignores-route',
+    rule: "the package's fingerprint leaves out the route and the method: one key, one body, another order's refund replays the first",
+    patches: [
+      {
+        file: 'packages/nest-idempotency/src/protocol/fingerprint.ts',
+        search: 'const request = { method: method.toUpperCase(), route, body };',
+        replace: 'const request = { body };',
+      },
+    ],
+    killers: [{ file: 'packages/nest-idempotency/src/protocol/fingerprint.spec.ts', name: 'binds a key to its route and method' }],
     fast: true,
   },
 ];

@@ -7,7 +7,7 @@ import { IdempotencyKeysController } from './idempotency-keys.controller.js';
 /**
  * Operators' routes over the idempotency package's records (the key view,
  * releasing a stuck lease, cancel by key); scope `admin`. The cancel of a
- * charged order refunds it through RefundsService.refundByKey, which the
+ * charged order refunds it through RefundsService.refundRestByKey, which the
  * orders canceler finds under KEYED_REFUNDS (refunds depends on orders, so
  * orders cannot import it).
  */

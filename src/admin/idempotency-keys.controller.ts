@@ -76,7 +76,8 @@ export class IdempotencyKeysController {
   })
   @ApiProblemResponse(
     409,
-    '`idempotency_lease_active`: another cancel of this key is still running; retry after Retry-After',
+    '`idempotency_lease_active`: another cancel of this key is still running; `cancel_in_progress`: a refund of the order is still in flight ' +
+      '(the cancel settles only on final money); retry after Retry-After',
     RETRY_AFTER_HEADER,
   )
   @ApiProblemResponse(

@@ -60,10 +60,15 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // The refund that undoes a canceled key's order was refused (provider declined, or the refund's rules): the key
   // stays held, nothing given back; a human looks at the order (the refund's own answer is in the problem).
   cancel_refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
+  // Money of the canceled key's order is still moving (a refund pending, or released into its resume window): the
+  // cancel settles only on final money. The key stays held, nothing settled yet; repeat the same cancel.
+  cancel_in_progress: { status: 409, ...retrySameKey(1) },
   // Refunds. Refused inside the claim transaction, which then aborts: nothing stored, the key unused.
   refund_exceeds_captured: { status: 422, ...REFUSED },
   order_not_refundable: { status: 409, ...REFUSED },
   refund_not_found: { status: 404, ...REFUSED },
+  // A refund of what is left (cancel by key's) while another refund of the order is in flight: nothing written.
+  refund_in_flight: { status: 409, ...retrySameKey(1) },
   // Stored outcomes of the provider: a retry replays them; the failed refund exists, so a new key is another refund.
   refund_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
   refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
@@ -71,6 +76,7 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // the same delivery would be refused again, so a provider should not retry it as it is.
   webhook_signature_invalid: { status: 401, ...REFUSED },
   webhook_timestamp_out_of_tolerance: { status: 401, ...REFUSED },
+  webhook_header_repeated: { status: 400, ...REFUSED },
   webhook_event_invalid: { status: 400, ...REFUSED },
   // The order has not recorded its charge yet: deliver the same event again later.
   webhook_not_ready: { status: 503, retryable: true, reuseKey: true, newKeySafe: false, retryAfterSeconds: 1 },

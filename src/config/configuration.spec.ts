@@ -238,6 +238,29 @@ describe('loadConfiguration', () => {
     expect(loadConfiguration({}).security.apiKeys[0].scopes).toEqual(['orders', 'admin', 'privacy']);
   });
 
+  it('with a real store and NODE_ENV unset: docs off and the metrics listener on loopback unless told otherwise (security review 3, SEC4-07)', () => {
+    const realStore = {
+      MONGODB_URI: 'mongodb://db/?replicaSet=rs0',
+      API_KEYS: 'acme:acme-secret-0123456789',
+      IDEMPOTENCY_ENCRYPTION_KEY: key,
+      PRIVACY_DIGEST_KEY: Buffer.alloc(32, 3).toString('base64'),
+    };
+    for (const NODE_ENV of [undefined, 'development']) {
+      const config = loadConfiguration({ ...realStore, NODE_ENV });
+      expect({ NODE_ENV, docs: config.app.docsEnabled, metrics: config.metrics }).toEqual({
+        NODE_ENV,
+        docs: false,
+        metrics: { listener: 'port', port: 9464, host: '127.0.0.1', token: undefined },
+      });
+    }
+    // Said explicitly, as a container does for its scraper's network; and docs when asked for.
+    expect(loadConfiguration({ ...realStore, METRICS_HOST: '0.0.0.0' }).metrics).toMatchObject({ host: '0.0.0.0' });
+    expect(loadConfiguration({ ...realStore, DOCS_ENABLED: 'true' }).app.docsEnabled).toBe(true);
+    // Where dev defaults are allowed (no store, or NODE_ENV=test), docs stay on.
+    expect(loadConfiguration({}).app.docsEnabled).toBe(true);
+    expect(loadConfiguration({ NODE_ENV: 'test', MONGODB_URI: realStore.MONGODB_URI }).app.docsEnabled).toBe(true);
+  });
+
   it('keeps /metrics off the public API port wherever there is a real store, and docs off in production (security review 2, #6)', () => {
     const realStore = {
       MONGODB_URI: 'mongodb://db/?replicaSet=rs0',
@@ -245,7 +268,7 @@ describe('loadConfiguration', () => {
       IDEMPOTENCY_ENCRYPTION_KEY: key,
       PRIVACY_DIGEST_KEY: Buffer.alloc(32, 3).toString('base64'),
     };
-    expect(loadConfiguration(realStore).metrics).toEqual({ listener: 'port', port: 9464, host: '0.0.0.0', token: undefined });
+    expect(loadConfiguration(realStore).metrics).toEqual({ listener: 'port', port: 9464, host: '127.0.0.1', token: undefined });
     expect(loadConfiguration({ ...realStore, METRICS_PORT: '9100', METRICS_HOST: '10.0.0.7' }).metrics).toMatchObject({
       port: 9100,
       host: '10.0.0.7',

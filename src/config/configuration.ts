@@ -299,12 +299,24 @@ class EnvironmentVariables {
   @Max(1048576)
   WEBHOOK_BODY_LIMIT_BYTES: number = 65536;
 
+  // Refused webhook deliveries one source (client IP, see TRUST_PROXY) may cause per minute before it is
+  // refused on sight with 429, its body never read; valid deliveries never count. 0 = no limit.
+  @IsInt()
+  @Min(0)
+  WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE: number = 60;
+
   // No order stays `processing` longer than this: past it the provider is asked by charge key (and a charge still
   // processing is canceled there), whether or not a webhook ever arrived.
   @IsInt()
   @Min(1000)
   @Max(604800000)
   PROCESSING_BOUND_MS: number = 900000;
+
+  // A bank transfer the provider cannot cancel while processing: waited for this long (days) before it is alerted on.
+  @IsInt()
+  @Min(1000)
+  @Max(2592000000)
+  PROCESSING_BOUND_BANK_TRANSFER_MS: number = 432000000;
 
   // How often the processing reconciliation looks for orders past the bound.
   @IsInt()
@@ -579,7 +591,10 @@ export interface WebhookSettings {
   usingDevSecret: boolean;
   toleranceSeconds: number;
   bodyLimitBytes: number;
+  refusalsPerSourcePerMinute: number;
   processingBoundMs: number;
+  /** Per method, for a charge the provider cannot cancel while processing (AsyncChargeResult `still_processing`). */
+  processingBoundBankTransferMs: number;
   reconcileIntervalMs: number;
 }
 
@@ -723,7 +738,8 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       faultInjection: env.FAULT_INJECTION,
       faultCrashAt: env.FAULT_CRASH_AT as FaultPoint | undefined,
       benchDisableIdempotency: env.BENCH_DISABLE_IDEMPOTENCY,
-      docsEnabled: env.DOCS_ENABLED ?? !production,
+      // Off wherever the dev defaults are (a real store, whatever NODE_ENV says): the document maps every route (SEC4-07).
+      docsEnabled: env.DOCS_ENABLED ?? devAllowed,
     },
     http: {
       bodyLimitBytes: env.HTTP_BODY_LIMIT_BYTES,
@@ -793,7 +809,9 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
       usingDevSecret: webhookSecrets.dev,
       toleranceSeconds: env.WEBHOOK_TOLERANCE_SECONDS,
       bodyLimitBytes: env.WEBHOOK_BODY_LIMIT_BYTES,
+      refusalsPerSourcePerMinute: env.WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE,
       processingBoundMs: env.PROCESSING_BOUND_MS,
+      processingBoundBankTransferMs: env.PROCESSING_BOUND_BANK_TRANSFER_MS,
       reconcileIntervalMs: env.PROCESSING_RECONCILE_INTERVAL_MS,
     },
     webhookDelivery: {
@@ -845,7 +863,13 @@ function metricsSettings(env: EnvironmentVariables, devAllowed: boolean, host: s
   const separate = env.METRICS_PORT !== undefined || (!devAllowed && env.METRICS_TOKEN === undefined);
   if (separate && env.METRICS_PORT === env.PORT) problems.push('METRICS_PORT: must differ from PORT');
   return separate
-    ? { listener: 'port', port: env.METRICS_PORT ?? DEFAULT_METRICS_PORT, host: env.METRICS_HOST ?? host, token: env.METRICS_TOKEN }
+    ? {
+        listener: 'port',
+        port: env.METRICS_PORT ?? DEFAULT_METRICS_PORT,
+        // Loopback unless said otherwise (a container names its scraper's network): never every interface by default (SEC4-07).
+        host: env.METRICS_HOST ?? (devAllowed ? host : '127.0.0.1'),
+        token: env.METRICS_TOKEN,
+      }
     : { listener: 'api', host, token: env.METRICS_TOKEN };
 }
 

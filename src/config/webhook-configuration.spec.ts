@@ -25,7 +25,9 @@ describe('webhook and processing settings', () => {
       usingDevSecret: true,
       toleranceSeconds: 300,
       bodyLimitBytes: 65536,
+      refusalsPerSourcePerMinute: 60,
       processingBoundMs: 900000,
+      processingBoundBankTransferMs: 432000000,
       reconcileIntervalMs: 30000,
     });
     expect(config.webhookDelivery).toMatchObject({ url: undefined, secrets: [DEV_WEBHOOK_SECRET], duplicateRate: 0, lossRate: 0 });

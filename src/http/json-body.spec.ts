@@ -64,3 +64,24 @@ describe('I-JSON (RFC 7493)', () => {
     });
   });
 });
+
+describe('repeated member names (I-JSON 2.3, SEC4-05)', () => {
+  const wide = { maxDepth: 8, maxValues: 100 };
+  const repeated = [
+    '{"amountMinor":1,"amountMinor":2}',
+    '{"a":{"b":1},"a":2}',
+    '{"x":[{"b":1,"c":2,"b":3}]}',
+    '{"a":1,"\\u0061":2}',
+    '{ "a" : 1 , "a" : 1 }',
+  ];
+
+  it.each(repeated)('refuses %s, which JSON.parse accepts (last one wins)', (text) => {
+    expect(() => JSON.parse(text)).not.toThrow();
+    expect(() => parseJsonBody(text, wide)).toThrow(NotIJsonError);
+  });
+
+  it('accepts one name in sibling and nested objects, names equal to string values, and escapes that differ', () => {
+    const text = '{"a":{"a":1},"b":[{"a":1},{"a":2}],"c":"a","d":["a","a"],"e\\"":1,"e":2,"k:":{"k":1}}';
+    expect(parseJsonBody(text, wide)).toEqual(JSON.parse(text));
+  });
+});

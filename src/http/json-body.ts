@@ -61,35 +61,84 @@ const CLOSE_ARRAY = 0x5d;
 const CLOSE_OBJECT = 0x7d;
 const COMMA = 0x2c;
 
+const COLON = 0x3a;
+
 /**
- * One pass over the raw text, before JSON.parse: nesting depth and values.
- * What runs after parsing (class-transformer, class-validator) recurses and
- * pays per value, so a deep or crowded body must be refused before it; this
- * scan costs about 0.2 ms for 100 kB whatever the shape. Values are counted
- * as containers + commas, an upper bound of "array items + object members".
- * Malformed text is left to JSON.parse.
+ * One pass over the raw text, before JSON.parse: nesting depth, values and
+ * repeated member names. What runs after parsing (class-transformer,
+ * class-validator) recurses and pays per value, so a deep or crowded body
+ * must be refused before it; this scan costs about 0.2 ms for 100 kB whatever
+ * the shape. Values are counted as containers + commas, an upper bound of
+ * "array items + object members". Malformed text is left to JSON.parse.
+ *
+ * Repeated names: JSON.parse keeps the last one and the parsed value cannot
+ * tell, while a gateway, WAF or audit log in front may read the first - two
+ * readers, two amounts (I-JSON, RFC 7493 2.3, forbids it; security review 3,
+ * SEC4-05). Hand-written rather than a library because none in the tree
+ * detects duplicates, and a second full parser (an AST) would double the cost
+ * of every body; here it is one Set per object, filled from the same pass.
+ * Names are compared decoded ("a" and "\u0061" are one name), through
+ * JSON.parse of the name alone and only when it holds an escape.
  */
 export function checkJsonShape(text: string, limits: JsonLimits): void {
   let depth = 0;
   let values = 0;
   let inString = false;
+  let stringStart = 0;
+  let escaped = false;
+  // Per open container: the names seen (objects) or null (arrays); and whether the next string is a name.
+  const names: (Set<string> | null)[] = [];
+  let expectName = false;
+  let pendingName: string | null = null;
   for (let i = 0; i < text.length; i++) {
     const char = text.charCodeAt(i);
     if (inString) {
-      if (char === BACKSLASH) i++;
-      else if (char === QUOTE) inString = false;
+      if (char === BACKSLASH) {
+        escaped = true;
+        i++;
+      } else if (char === QUOTE) {
+        inString = false;
+        if (expectName) {
+          const raw = text.slice(stringStart + 1, i);
+          pendingName = escaped ? decodeName(text.slice(stringStart, i + 1)) : raw;
+          expectName = false;
+        }
+      }
       continue;
     }
     if (char === QUOTE) {
       inString = true;
+      stringStart = i;
+      escaped = false;
     } else if (char === OPEN_ARRAY || char === OPEN_OBJECT) {
       if (++depth > limits.maxDepth) throw new JsonTooDeepError(limits.maxDepth);
       if (++values > limits.maxValues) throw new JsonTooManyValuesError(limits.maxValues);
+      names.push(char === OPEN_OBJECT ? new Set() : null);
+      expectName = char === OPEN_OBJECT;
     } else if (char === CLOSE_ARRAY || char === CLOSE_OBJECT) {
       depth--;
+      names.pop();
+      expectName = false;
     } else if (char === COMMA) {
       if (++values > limits.maxValues) throw new JsonTooManyValuesError(limits.maxValues);
+      expectName = names.length > 0 && names[names.length - 1] !== null;
+    } else if (char === COLON && pendingName !== null) {
+      const seen = names[names.length - 1];
+      if (seen) {
+        if (seen.has(pendingName)) throw new NotIJsonError('a member name more than once in one object');
+        seen.add(pendingName);
+      }
+      pendingName = null;
     }
+  }
+}
+
+/** A member name with escapes, decoded; malformed text is left to JSON.parse (which refuses it). */
+function decodeName(quoted: string): string {
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return quoted;
   }
 }
 

@@ -36,6 +36,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly unhandledRejections = new Counter({
+    name: 'process_unhandled_rejections_total',
+    help: 'Promise rejections nobody handled, by error class: logged with their stack by the process guard instead of killing the process; each is a bug to fix at its source',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly adoptedDocuments = new Counter({
     name: 'workflow_adopted_documents_total',
     help: 'Documents found already written exactly as an attempt would write them (half-applied earlier attempt) and adopted',

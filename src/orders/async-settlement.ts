@@ -1,10 +1,11 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { TransactionRunner } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
+import { webhooksConfig, type WebhooksConfig } from '../config/config.tokens.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
-import { PaymentGateway, type Charge } from '../payments/payment-gateway.port.js';
+import { PaymentGateway, type AsyncPaymentMethod, type Charge } from '../payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
 import { completedEvent, FAILURE } from './order-workflow.js';
@@ -40,6 +41,18 @@ export type SettlementPlan =
   | { action: 'ignore'; order: Order | null; reason: IgnoredReason }
   | { action: 'not_ready'; order: Order };
 
+/**
+ * What asking the provider did to a `processing` order: settled it
+ * (`succeeded`, `declined`, `canceled`), found it settled already
+ * (`skipped`), or left it processing because the provider cannot cancel it:
+ * `still_processing` within its method's bound, `past_bound` beyond it
+ * (alerted: a human looks at it).
+ */
+export type ResolveResult = 'succeeded' | 'declined' | 'canceled' | 'skipped' | 'still_processing' | 'past_bound';
+
+/** An order past its method's bound that still cannot be canceled is asked about again this often. */
+export const PAST_BOUND_RECHECK_MS = 3600 * 1000;
+
 /** `charge:<order id>` (payments/payment.ts chargeKeyFor) back to the order id; null for a key not ours. */
 export function orderIdForChargeKey(chargeKey: string): string | null {
   const orderId = chargeKey.startsWith('charge:') ? chargeKey.slice('charge:'.length) : '';
@@ -72,6 +85,7 @@ export class AsyncSettlement {
     private readonly gateway: PaymentGateway,
     private readonly transactions: TransactionRunner,
     private readonly clock: Clock,
+    @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
   /**
@@ -80,11 +94,14 @@ export class AsyncSettlement {
    * outcome, or - still processing - the charge canceled at the provider
    * (processingOrCancel, between transactions), so the order fails knowing
    * no money will move. Applied like a webhook's outcome; `skipped` when a
-   * webhook (or another instance) settled it meanwhile.
+   * webhook (or another instance) settled it meanwhile. A charge the
+   * provider cannot cancel while processing keeps the order `processing`
+   * (a cancel by key then finds it so), with its next look deferred.
    */
-  async resolveWithProvider(order: Order): Promise<'succeeded' | 'declined' | 'canceled' | 'skipped'> {
+  async resolveWithProvider(order: Order): Promise<ResolveResult> {
     const chargeKey = chargeKeyFor(order._id);
     const found = await this.gateway.processingOrCancel(chargeKey);
+    if (found.outcome === 'still_processing') return this.keepWaiting(order, found.method);
     const outcome: ProviderOutcome =
       found.outcome === 'succeeded'
         ? { kind: 'succeeded', charge: found.charge }
@@ -98,9 +115,25 @@ export class AsyncSettlement {
     });
   }
 
-  /** Orders in `processing` since before `before`, oldest first (for the processing reconciliation). */
+  /**
+   * The money may still arrive: the order stays `processing`. Its next look
+   * is its method's bound (a bank transfer: days); past that, an hour later
+   * each time, reported as `past_bound` for the alert.
+   */
+  private async keepWaiting(order: Order, method: AsyncPaymentMethod): Promise<'still_processing' | 'past_bound'> {
+    const now = this.clock.now().getTime();
+    const since = (order.stateHistory.processing ?? order.createdAt).getTime();
+    const bound = method === 'bank_transfer' ? this.config.processingBoundBankTransferMs : this.config.processingBoundMs;
+    const within = now < since + bound;
+    await this.orders.deferProcessingCheck(order._id, new Date(within ? since + bound : now + PAST_BOUND_RECHECK_MS));
+    if (!within)
+      this.logger.error({ msg: 'asynchronous charge past its bound and not cancelable; still waiting', orderId: order._id, method });
+    return within ? 'still_processing' : 'past_bound';
+  }
+
+  /** Orders in `processing` since before `before` and not deferred past now, oldest first (for the processing reconciliation). */
   overdue(before: Date, limit: number): Promise<Order[]> {
-    return this.orders.findProcessingSince(before, limit);
+    return this.orders.findProcessingSince(before, limit, this.clock.now());
   }
 
   async plan(session: ClientSession, chargeKey: string, outcome: ProviderOutcome): Promise<SettlementPlan> {

@@ -6,7 +6,9 @@ import {
   type Canceler,
   IdempotencyAdminService,
   IdempotencyCancellation,
+  IdempotencyKeyInUseError,
   IdempotencyKeyNotFoundError,
+  IdempotencyKeyReusedError,
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
@@ -21,15 +23,21 @@ import { CREATE_ORDER_OPERATION } from './orders.service.js';
 /**
  * The refund a cancel makes of a charged order, keyed with the cancel's undo
  * key so that it happens once: the shape of src/refunds'
- * RefundsService.refundByKey, whose answer is the refund's stored answer
+ * RefundsService.refundRestByKey, whose answer is the refund's stored answer
  * (201 with the refund view; 402 refund_declined or 422 refund_refused).
  */
 export interface KeyedRefunds {
-  refundByKey(
+  /**
+   * A refund of everything left on the order, the amount read and reserved
+   * inside the refund's claim (so the key's fingerprint holds no amount: a
+   * repeat after an abandoned attempt and another refund meanwhile refunds
+   * the rest). Throws a `refund_in_flight` error while another refund of the
+   * order holds a reservation.
+   */
+  refundRestByKey(
     tenant: string,
     orderId: string,
     refundKey: string,
-    amountMinor: number,
     reason: string,
   ): Promise<{ response: { status: number; body: string } }>;
 }
@@ -47,13 +55,18 @@ export const CANCEL_REFUND_REASON = 'key_canceled';
 /** A void refused because the authorization is gone already (lapsed, voided, or captured - then a refund's business). */
 const GONE_AUTHORIZATION = new Set(['authorization_expired', 'authorization_voided']);
 
+/** The undo refund's claim refused on money that moved after the cancel read the order (nothing written). */
+const RACED_REFUSALS = new Set(['refund_in_flight', 'refund_exceeds_captured', 'order_not_refundable']);
+
+/** How soon a cancel of a payment the provider is still processing is worth repeating (such methods settle in hours or days). */
+const STILL_PROCESSING_RETRY_AFTER_SECONDS = 60;
+
 /** The refund operation of src/refunds (the cancel's refund key lives in its key space). */
 const REFUND_OPERATION = 'orders.refund';
 
 /**
  * The key holds money this deployment cannot give back yet (a refund without
- * the refunds module, a void without the capture module, a charge the
- * provider is still processing): the key stays held by the cancel (every
+ * the refunds module, a void without the capture module): the key stays held by the cancel (every
  * create under it is refused) and the same cancel finishes once it can.
  */
 export class CancelUndoUnavailableError extends DomainError {
@@ -62,6 +75,20 @@ export class CancelUndoUnavailableError extends DomainError {
     super(
       `This key's order ${what}, which cannot be undone here yet: the key refuses new requests, but nothing was given back. Repeat the cancel once it can be.`,
     );
+  }
+}
+
+/**
+ * Money of the key's order is still moving - a refund pending at the
+ * provider, or released into its resume window - so what is left to undo is
+ * not known yet: a reservation is not money given back. Nothing settled; the
+ * key stays held. Repeat the same cancel after Retry-After.
+ */
+export class CancelInProgressError extends DomainError {
+  readonly code = 'cancel_in_progress';
+  constructor(what: string, retryAfterSeconds = 1) {
+    super(`${what}; the cancel settles once that money is final. Repeat the cancel.`);
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -129,23 +156,39 @@ export class OrderCancellation implements Canceler, OnModuleInit {
       const refundId = await this.refund(tenant, order, undoKey);
       if (refundId) return { outcome: 'refunded', location: found.location, references: { orderId: order._id, refundId } };
     }
-    // Still processing after the provider was asked: a webhook settled it meanwhile the other way; repeat the cancel.
-    if (order.state === 'processing') throw new CancelUndoUnavailableError('is still being processed by the provider');
+    // Still processing after the provider was asked (it cannot cancel this method while processing, e.g. a bank
+    // transfer): money may still arrive, so nothing is final to undo yet - the same retryable wait as a refund in flight.
+    if (order.state === 'processing') {
+      throw new CancelInProgressError(
+        "This key's payment is still being processed by the provider, which cannot cancel it",
+        STILL_PROCESSING_RETRY_AFTER_SECONDS,
+      );
+    }
     // A declined card (the stored 402), or money already given back (voided, expired, refunded by others): nothing to undo.
     return { outcome: 'nothing_to_undo', ...found };
   }
 
   /**
-   * A full refund: what is left to refund of the order. A repeat of a cancel
-   * whose refund already went through (its record final before the cancel
-   * could finish) finds it by the undo key instead of refunding again.
-   * Null when other refunds had already given everything back.
+   * A full refund: what is left to refund of the order, decided on final
+   * money only (refundedMinor against capturedMinor), never on reservations.
+   * The cancel's own refund under the undo key, in any status, comes first: a
+   * finished one is the answer, one in flight is resumed by its key (or is
+   * busy elsewhere: 409 cancel_in_progress). Another refund in flight: 409,
+   * the rest is not known until it is final. Null when others gave it all back.
    */
   private async refund(tenant: string, order: Order, undoKey: string): Promise<string | null> {
-    const earlier = await this.ownAnswer(tenant, undoKey, REFUND_OPERATION);
-    if (earlier?.location) return earlier.location.split('/').pop()!;
-    if (order.refundableMinor <= 0) return null;
-    const result = await this.refunds().refundByKey(tenant, order._id, undoKey, order.refundableMinor, CANCEL_REFUND_REASON);
+    const own = await this.ownRecord(tenant, undoKey, REFUND_OPERATION);
+    if (own?.status === 'complete' && own.location) return own.location.split('/').pop()!;
+    if (own?.status !== 'pending') {
+      const reserved = order.capturedMinor - order.refundedMinor - order.refundableMinor;
+      if (reserved > 0) throw new CancelInProgressError(`A refund of ${reserved} minor units of this key's order is still in flight`);
+      if (order.refundedMinor >= order.capturedMinor) return null;
+    }
+    const result = await this.refunds()
+      .refundRestByKey(tenant, order._id, undoKey, CANCEL_REFUND_REASON)
+      .catch((error: unknown) => {
+        throw undoError(error);
+      });
     const body = JSON.parse(result.response.body) as { id?: string; code?: string };
     if (result.response.status !== 201 || !body.id) throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
     return body.id;
@@ -162,12 +205,19 @@ export class OrderCancellation implements Canceler, OnModuleInit {
 
   /** The stored answer of this cancel's own undo (a refund or a void under the undo key), if one finished. */
   private async ownAnswer(tenant: string, undoKey: string, operation: string): Promise<{ location: string | null } | null> {
+    const record = await this.ownRecord(tenant, undoKey, operation);
+    return record?.status === 'complete' ? { location: record.location } : null;
+  }
+
+  /** This cancel's own undo under the undo key, in whatever status (the latest attempt), or null when it never ran. */
+  private async ownRecord(tenant: string, undoKey: string, operation: string): Promise<{ status: string; location: string | null } | null> {
     const view = await this.admin.describe(tenant, undoKey).catch((error: unknown) => {
       if (error instanceof IdempotencyKeyNotFoundError) return null;
       throw error;
     });
-    const record = view?.records.find((candidate) => candidate.operation === operation && candidate.status === 'complete');
-    return record ? { location: record.location } : null;
+    const records = view?.records.filter((candidate) => candidate.operation === operation) ?? [];
+    const record = records.find((candidate) => candidate.status === 'complete') ?? records.at(-1);
+    return record ? { status: record.status, location: record.location } : null;
   }
 
   private refunds(): KeyedRefunds {
@@ -177,4 +227,24 @@ export class OrderCancellation implements Canceler, OnModuleInit {
       throw new CancelUndoUnavailableError('was charged and needs a refund, and this deployment has no refunds');
     }
   }
+}
+
+/**
+ * The undo refund's own refusals, in the cancel's words: its key is the
+ * cancel's, never the client's, so none may reach the client as a 409
+ * idempotency_key_in_use or a 422 idempotency_key_reused about it.
+ */
+function undoError(error: unknown): unknown {
+  if (error instanceof IdempotencyKeyInUseError) {
+    return new CancelInProgressError("This key's undo refund is in flight", error.retryAfterSeconds ?? 1);
+  }
+  if (error instanceof DomainError && RACED_REFUSALS.has(error.code)) {
+    // Another refund reserved meanwhile, or took the rest: what is left is decided again, on final money, by the repeat.
+    return new CancelInProgressError("Another refund of this key's order is in flight");
+  }
+  if (error instanceof IdempotencyKeyReusedError) {
+    // Only an undo refund stored by an earlier release (its fingerprint held an amount) can differ: for a human.
+    return new CancelUndoUnavailableError('has an undo refund recorded by an earlier release under another request');
+  }
+  return error;
 }

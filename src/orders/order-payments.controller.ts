@@ -1,10 +1,11 @@
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiIdempotent } from '@idempotent-orders/nest-idempotency/openapi';
 import { IdempotencyKey, type IdempotencyKeyContext, Idempotent, sendIdempotentResult } from '@idempotent-orders/nest-idempotency';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
+import { RequestValidationError } from '../common/validation.js';
 import { CaptureOrderDto } from './dto/capture-order.dto.js';
 import { OrderResponse } from './dto/order.response.js';
 import { CAPTURE_ORDER_OPERATION, OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
@@ -44,7 +45,10 @@ export class OrderPaymentsController {
       'The captured order (its ledger has the journal of the captured amount). A retry with the same key and body gets these bytes again.',
     headers: REPLAY_HEADERS,
   })
-  @ApiProblemResponse(400, '`validation_failed` (an `amountMinor` that is not a positive integer), `malformed_json`')
+  @ApiProblemResponse(
+    400,
+    '`validation_failed` (an `amountMinor` that is not a positive integer, `null` included, or a body that is not a JSON object), `malformed_json`',
+  )
   @ApiProblemResponse(
     409,
     '`order_not_capturable` (not authorized, or another capture or void in progress: nothing written), `idempotency_key_in_use`; stored and replayed: `authorization_voided`, `already_captured`',
@@ -59,8 +63,13 @@ export class OrderPaymentsController {
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Param('id') id: string,
     @Body() dto: CaptureOrderDto,
+    @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    // The validation pipe turns a `null` body into `{}` (the whole authorization): only no body at all means that.
+    if (request.body !== undefined && !isJsonObject(request.body)) {
+      throw new RequestValidationError(['the body must be a JSON object, or empty to capture the whole authorization']);
+    }
     sendIdempotentResult(reply, await this.actions.capture(tenant, id, dto.amountMinor, key));
   }
 
@@ -91,4 +100,8 @@ export class OrderPaymentsController {
   ): Promise<void> {
     sendIdempotentResult(reply, await this.actions.void(tenant, id, key));
   }
+}
+
+function isJsonObject(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && !Array.isArray(body);
 }

@@ -119,9 +119,14 @@ export class OrderRepository {
     }
   }
 
-  findProcessingSince(before: Date, limit: number): Promise<Order[]> {
+  /** `processing` since before `before`, unless a provider that cannot cancel it put its next look past `now`. */
+  findProcessingSince(before: Date, limit: number, now: Date = new Date()): Promise<Order[]> {
     return this.orders
-      .find({ state: 'processing', 'stateHistory.processing': { $lte: before } })
+      .find({
+        state: 'processing',
+        'stateHistory.processing': { $lte: before },
+        $or: [{ processingCheckAfter: { $exists: false } }, { processingCheckAfter: null }, { processingCheckAfter: { $lte: now } }],
+      })
       .sort({ 'stateHistory.processing': 1 })
       .limit(limit)
       .lean<Order[]>()
@@ -130,6 +135,11 @@ export class OrderRepository {
 
   markSaved(session: ClientSession, order: Order, now: Date): Promise<void> {
     return this.transition(session, order, 'saved', now, { paymentToken: null });
+  }
+
+  /** The processing bound's next look at an order still `processing` (fenced on the state: a settled order is left alone). */
+  async deferProcessingCheck(orderId: string, until: Date): Promise<void> {
+    await this.orders.updateOne({ _id: orderId, state: 'processing' }, { $set: { processingCheckAfter: until } }).exec();
   }
 
   markFailed(session: ClientSession, order: Order, reason: string, now: Date): Promise<void> {

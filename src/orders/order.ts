@@ -60,6 +60,12 @@ export interface Order {
   authorizationExpiresAt: Date | null;
   /** Manual capture: the capture or void in flight on this order, if any; null otherwise (and on orders stored before it existed: absent). */
   pendingAction?: PendingPaymentAction | null;
+  /**
+   * An asynchronous charge the provider could not cancel while processing
+   * (AsyncChargeResult `still_processing`): the processing bound looks at
+   * this order again only after this time. Absent or null otherwise.
+   */
+  processingCheckAfter?: Date | null;
   /** Token of the payment method; kept until the order is final, then removed. */
   paymentToken: string | null;
   state: OrderState;

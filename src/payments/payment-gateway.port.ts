@@ -41,9 +41,21 @@ export type ReconcileResult =
   | { outcome: 'declined'; reason: string }
   | { outcome: 'canceled' };
 
-/** An asynchronous charge asked about past our bound: its outcome, or canceled at the provider (it never settles now). */
+/** The kinds of asynchronous payment, as far as the bound on `processing` cares (each has its own: PROCESSING_BOUND_*). */
+export type AsyncPaymentMethod = 'card' | 'bank_transfer';
+
+/** An asynchronous charge asked about past our bound: its outcome, canceled at the provider (it never settles now), or neither. */
 export type AsyncChargeResult =
-  { outcome: 'succeeded'; charge: Charge } | { outcome: 'declined'; reason: string } | { outcome: 'canceled' };
+  | { outcome: 'succeeded'; charge: Charge }
+  | { outcome: 'declined'; reason: string }
+  | { outcome: 'canceled' }
+  /**
+   * Still processing, and the provider cannot cancel it now (a bank transfer
+   * or debit stays processing for days; Stripe cancels a processing
+   * PaymentIntent only "in rare cases"): money may still arrive, so the
+   * order must keep waiting. `method` says which bound applies.
+   */
+  | { outcome: 'still_processing'; method: AsyncPaymentMethod };
 
 /** The money movements after a charge, each under its own key. */
 export type OperationKind = 'capture' | 'void' | 'refund';
@@ -134,6 +146,9 @@ export abstract class PaymentGateway {
    * For an order waiting on an asynchronous charge past our bound (no
    * webhook came): the charge's outcome, or - still processing - cancel it
    * atomically at the provider, so the order can fail knowing no money moves.
+   * It maps to a cancel only where the provider allows one: a charge it
+   * cannot cancel while processing answers `still_processing` and stays as
+   * it is (never an error, never canceled by force).
    */
   abstract processingOrCancel(chargeKey: string): Promise<AsyncChargeResult>;
   abstract capture(request: CaptureRequest): Promise<OperationResult>;

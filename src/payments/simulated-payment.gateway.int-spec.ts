@@ -90,9 +90,11 @@ describe('simulated provider: captures, voids and refunds', () => {
       reason: 'already_captured',
     });
     expect(await gateway.void({ voidKey: 'void:1', chargeKey: 'charge:a' })).toEqual({ outcome: 'refused', reason: 'already_captured' });
+    // When it was captured: a provider's statement lists the capture then (settlement reconciliation).
     expect(await t.simulatorDb.collection('charges').findOne({ _id: 'charge:a' as never })).toMatchObject({
       status: 'captured',
       capturedMinor: 2000,
+      capturedAt: expect.any(Date),
     });
   });
 
@@ -153,5 +155,18 @@ describe('simulated provider: captures, voids and refunds', () => {
     expect(await gateway.settleProcessing('charge:h', 'succeeded')).toBe('succeeded');
     expect(await gateway.settleProcessing('charge:h', 'declined')).toBe('succeeded');
     expect(await gateway.charge(request('charge:h', 'tok_async'))).toMatchObject({ outcome: 'succeeded', charge: { amountMinor: 2500 } });
+  });
+
+  it('processingOrCancel: cancels a card charge still processing, but a bank transfer cannot be canceled while processing', async () => {
+    expect(await gateway.charge(request('charge:i', 'tok_async'))).toEqual({ outcome: 'processing' });
+    expect(await gateway.processingOrCancel('charge:i')).toEqual({ outcome: 'canceled' });
+    expect(await t.simulatorDb.collection('charges').findOne({ _id: 'charge:i' as never })).toMatchObject({ status: 'canceled' });
+
+    expect(await gateway.charge(request('charge:j', 'tok_bank_transfer'))).toEqual({ outcome: 'processing' });
+    expect(await gateway.processingOrCancel('charge:j')).toEqual({ outcome: 'still_processing', method: 'bank_transfer' });
+    expect(await t.simulatorDb.collection('charges').findOne({ _id: 'charge:j' as never })).toMatchObject({ status: 'processing' });
+    // The money arrives later, as a bank transfer does; then it is the charge's outcome.
+    expect(await gateway.settleProcessing('charge:j', 'succeeded')).toBe('succeeded');
+    expect(await gateway.processingOrCancel('charge:j')).toMatchObject({ outcome: 'succeeded', charge: { amountMinor: 2500 } });
   });
 });

@@ -45,6 +45,8 @@ export const TEST_TOKENS = {
   asynchronous: 'tok_async',
   /** Like tok_async, and when the simulator settles it on its own (PAYMENT_SIMULATOR_ASYNC_SETTLE_MS), it declines. */
   asynchronousDeclines: 'tok_async_decline',
+  /** A bank transfer: asynchronous like tok_async, but it cannot be canceled while processing (processingOrCancel: still_processing). */
+  bankTransfer: 'tok_bank_transfer',
 } as const;
 
 type ChargeStatus = 'succeeded' | 'authorized' | 'processing' | 'declined' | 'captured' | 'voided' | 'canceled';
@@ -70,6 +72,8 @@ interface ChargeDoc {
   settledAt?: Date;
   /** What was taken: the amount of a charge, the capture of an authorization. */
   capturedMinor?: number;
+  /** Authorizations: when they were captured (a statement lists a capture then); absent on documents of older releases. */
+  capturedAt?: Date;
   refundedMinor?: number;
 }
 
@@ -225,7 +229,8 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
     await sleep(this.config.simulatorLatencyMs);
     try {
       await this.charges.updateOne(
-        { _id: chargeKey, status: 'processing' },
+        // A bank transfer in flight cannot be recalled: it is left processing.
+        { _id: chargeKey, status: 'processing', paymentToken: { $nin: [...UNCANCELABLE_WHILE_PROCESSING] } },
         { $set: { status: 'canceled', settledAt: new Date() } },
         { writeConcern: MAJORITY },
       );
@@ -235,6 +240,7 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
     const stored = await this.readExisting(chargeKey);
     if (stored.status === 'succeeded') return { outcome: 'succeeded', charge: toCharge(stored) };
     if (stored.status === 'declined') return { outcome: 'declined', reason: 'card_declined' };
+    if (stored.status === 'processing') return { outcome: 'still_processing', method: 'bank_transfer' };
     return { outcome: 'canceled' };
   }
 
@@ -245,7 +251,7 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
       if (request.amountMinor < 1 || request.amountMinor > charge.amountMinor) return { refusal: 'exceeds_captured' };
       await this.charges.updateOne(
         { _id: charge._id, status: 'authorized' },
-        { $set: { status: 'captured', capturedMinor: request.amountMinor } },
+        { $set: { status: 'captured', capturedMinor: request.amountMinor, capturedAt: new Date() } },
         { session },
       );
       return { amountMinor: request.amountMinor };
@@ -407,7 +413,9 @@ export class SimulatedPaymentGateway extends PaymentGateway implements OnApplica
 }
 
 const MAJORITY = { w: 'majority', j: true } as const;
-const ASYNCHRONOUS = new Set<string>([TEST_TOKENS.asynchronous, TEST_TOKENS.asynchronousDeclines]);
+const ASYNCHRONOUS = new Set<string>([TEST_TOKENS.asynchronous, TEST_TOKENS.asynchronousDeclines, TEST_TOKENS.bankTransfer]);
+/** Asynchronous methods the provider cannot cancel while they are processing. */
+const UNCANCELABLE_WHILE_PROCESSING = new Set<string>([TEST_TOKENS.bankTransfer]);
 /** A simulator transaction past this is the provider not answering (a 503 to the caller, retried by key). */
 const TRANSACTION_TIMEOUT_MS = 10_000;
 const OPERATION_ID_PREFIX: Record<OperationKind, string> = { capture: 'cp', void: 'vd', refund: 're' };

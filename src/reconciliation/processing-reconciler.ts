@@ -12,6 +12,10 @@ export interface ProcessingRun {
   canceled: number;
   /** Settled meanwhile by a webhook (or another instance): nothing to do. */
   skipped: number;
+  /** The provider cannot cancel it while processing: kept waiting until its method's bound (PROCESSING_BOUND_BANK_TRANSFER_MS). */
+  still_processing: number;
+  /** Past its method's bound and still not cancelable: kept waiting, counted for the alert (ProcessingPastBoundUncancelable). */
+  past_bound: number;
   error: number;
 }
 
@@ -22,7 +26,12 @@ export interface ProcessingRun {
  * (processingOrCancel, between transactions): its outcome is applied
  * through the same AsyncSettlement as a webhook's, and a charge still
  * processing is canceled at the provider first, so the order fails
- * (`processing_expired`) knowing no money will move. A webhook racing this
+ * (`processing_expired`) knowing no money will move - where the provider
+ * can cancel it. One it cannot cancel while processing (a bank transfer)
+ * stays `processing`: not looked at again before its method's bound
+ * (PROCESSING_BOUND_BANK_TRANSFER_MS), and past that hourly, each time
+ * counted as `past_bound` (the alert ProcessingPastBoundUncancelable).
+ * A webhook racing this
  * is harmless: the order's fenced transitions let one of them settle it and
  * the other finds it final. Runs where the reaper runs (REAPER_ENABLED).
  */
@@ -53,7 +62,16 @@ export class ProcessingReconciler implements OnApplicationBootstrap, OnApplicati
   }
 
   private async sweep(): Promise<ProcessingRun> {
-    const run: ProcessingRun = { examined: 0, succeeded: 0, declined: 0, canceled: 0, skipped: 0, error: 0 };
+    const run: ProcessingRun = {
+      examined: 0,
+      succeeded: 0,
+      declined: 0,
+      canceled: 0,
+      skipped: 0,
+      still_processing: 0,
+      past_bound: 0,
+      error: 0,
+    };
     const before = new Date(this.clock.now().getTime() - this.config.processingBoundMs);
     const deadline = Date.now() + this.reaper.timeBudgetMs;
     for (const order of await this.settlement.overdue(before, this.reaper.batchSize)) {

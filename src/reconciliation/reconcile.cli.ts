@@ -10,6 +10,7 @@ import { ProviderStatement } from './provider-statement.js';
 import { parseReconcileArgs, ReconcileUsageError } from './reconcile-args.js';
 import { SettlementReconciliation } from './settlement-reconciliation.service.js';
 import { SimulatedProviderStatement } from './simulated-provider-statement.js';
+import { WorkInFlight } from './work-in-flight.js';
 
 /** Metrics without their listener: the report is the output here. */
 @Global()
@@ -19,7 +20,7 @@ class CliMetricsModule {}
 /** Only what a report needs: the store, the ledger, the provider's statement. No HTTP, no timers. */
 @Module({
   imports: [AppConfigModule, CliMetricsModule, DatabaseModule, LedgerModule],
-  providers: [SettlementReconciliation, { provide: ProviderStatement, useClass: SimulatedProviderStatement }],
+  providers: [SettlementReconciliation, WorkInFlight, { provide: ProviderStatement, useClass: SimulatedProviderStatement }],
 })
 class ReconcileCliModule {}
 

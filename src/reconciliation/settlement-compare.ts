@@ -27,6 +27,15 @@ export interface SettlementMismatch {
   providerCurrency: string | null;
 }
 
+/** A difference on a key whose order has money moving (a refund, capture or void, or the create, not final yet): not a mismatch. */
+export interface InFlightDifference {
+  reason: string;
+  chargeKey: string;
+  orderId: string;
+  ledgerMinor: number | null;
+  providerMinor: number | null;
+}
+
 export interface SettlementReport {
   from: string;
   to: string;
@@ -35,6 +44,10 @@ export interface SettlementReport {
   matched: number;
   mismatches: SettlementMismatch[];
   counts: Record<MismatchKind, number>;
+  /** Differences on keys with work in flight, left out of `mismatches` (the reaper finishes that work within its horizon). */
+  inFlight: InFlightDifference[];
+  /** Mismatches of the first read that were read again after the re-check horizon; only those still there are reported. */
+  rechecked: number;
 }
 
 const chargeKeyOf = (orderId: string) => `charge:${orderId}`;
@@ -50,11 +63,13 @@ export function compareSettlements(
   period: { from: Date; to: Date },
   provider: ProviderSettlement[],
   ledger: LedgerClearing[],
+  inFlight: ReadonlyMap<string, string> = new Map(),
 ): SettlementReport {
   const atProvider = new Map(provider.map((item) => [item.chargeKey, item]));
   const inLedger = new Map(ledger.map((item) => [chargeKeyOf(item.orderId), item]));
   const keys = [...new Set([...atProvider.keys(), ...inLedger.keys()])].sort();
   const mismatches: SettlementMismatch[] = [];
+  const moving: InFlightDifference[] = [];
   for (const chargeKey of keys) {
     const theirs = atProvider.get(chargeKey);
     const ours = inLedger.get(chargeKey);
@@ -65,6 +80,17 @@ export function compareSettlements(
     else if (ledgerMinor !== 0 && providerMinor === 0) kind = 'missing_at_provider';
     else if (providerMinor !== ledgerMinor || (theirs && ours && theirs.currency !== ours.currency)) kind = 'amount_differs';
     if (!kind) continue;
+    const reason = inFlight.get(orderIdOf(chargeKey));
+    if (reason) {
+      moving.push({
+        reason,
+        chargeKey,
+        orderId: orderIdOf(chargeKey),
+        ledgerMinor: ours ? ours.netMinor : null,
+        providerMinor: theirs ? theirs.netMinor : null,
+      });
+      continue;
+    }
     mismatches.push({
       kind,
       chargeKey,
@@ -75,17 +101,39 @@ export function compareSettlements(
       providerCurrency: theirs?.currency ?? null,
     });
   }
-  const counts = Object.fromEntries(MISMATCH_KINDS.map((kind) => [kind, mismatches.filter((m) => m.kind === kind).length])) as Record<
-    MismatchKind,
-    number
-  >;
   return {
     from: period.from.toISOString(),
     to: period.to.toISOString(),
     compared: keys.length,
-    matched: keys.length - mismatches.length,
+    matched: keys.length - mismatches.length - moving.length,
     mismatches,
-    counts,
+    counts: countByKind(mismatches),
+    inFlight: moving,
+    rechecked: 0,
+  };
+}
+
+export function countByKind(mismatches: SettlementMismatch[]): Record<MismatchKind, number> {
+  return Object.fromEntries(MISMATCH_KINDS.map((kind) => [kind, mismatches.filter((m) => m.kind === kind).length])) as Record<
+    MismatchKind,
+    number
+  >;
+}
+
+/**
+ * Pure: the first read's report with its mismatches read again (`second`,
+ * over those keys only): a mismatch is reported only if the second read
+ * still finds one; a key now in flight joins `inFlight`; the rest matched.
+ */
+export function afterRecheck(first: SettlementReport, second: SettlementReport): SettlementReport {
+  const inFlight = [...first.inFlight, ...second.inFlight];
+  return {
+    ...first,
+    matched: first.compared - second.mismatches.length - inFlight.length,
+    mismatches: second.mismatches,
+    counts: countByKind(second.mismatches),
+    inFlight,
+    rechecked: first.mismatches.length,
   };
 }
 

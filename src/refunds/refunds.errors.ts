@@ -9,6 +9,20 @@ export class RefundExceedsCapturedError extends DomainError {
   }
 }
 
+/**
+ * A refund of what is left (cancel by key) found another refund of the order
+ * still in flight: its reservation is not money given back, and it may yet be
+ * refused or abandoned. Nothing was written; ask again once it is final.
+ */
+export class RefundsInFlightError extends DomainError {
+  readonly code = 'refund_in_flight';
+  constructor(reservedMinor: number) {
+    super(`${reservedMinor} minor units of this order are reserved by refunds still in flight; retry once they are final.`);
+    this.retryAfterSeconds = 1;
+    this.extensions = { reservedMinor };
+  }
+}
+
 /** The order holds no captured money in its state (pending, authorized, failed, voided, refunded, ...). */
 export class OrderNotRefundableError extends DomainError {
   readonly code = 'order_not_refundable';

@@ -27,7 +27,7 @@ import {
 } from './refund.js';
 import { RefundRepository } from './refund.repository.js';
 import { RefundWorkflow, responseFor } from './refund-workflow.js';
-import { OrderNotRefundableError, RefundExceedsCapturedError, RefundNotFoundError } from './refunds.errors.js';
+import { OrderNotRefundableError, RefundExceedsCapturedError, RefundNotFoundError, RefundsInFlightError } from './refunds.errors.js';
 
 export const REFUND_OPERATION = 'orders.refund';
 
@@ -39,11 +39,23 @@ interface RefundBody {
 }
 
 /**
+ * What refundRestByKey's key covers: no amount. The amount is what is left
+ * when the claim commits, so a repeat after an abandoned attempt and another
+ * refund meanwhile is the same request (the rest), never a 422.
+ */
+interface RestBody {
+  orderId: string;
+  amountMinor: 'rest';
+  reason: RefundReason;
+}
+
+/**
  * The key context of refundByKey: a caller without HTTP. Its method and
  * route are part of the fingerprint, so the same client key sent over HTTP
  * is another request (422), never a replay of the internal one.
  */
 const INTERNAL_KEY = { operation: REFUND_OPERATION, schemaVersion: 1, method: 'INTERNAL', route: 'RefundsService.refundByKey' } as const;
+const INTERNAL_REST_KEY = { ...INTERNAL_KEY, route: 'RefundsService.refundRestByKey' } as const;
 
 @Injectable()
 export class RefundsService {
@@ -82,6 +94,21 @@ export class RefundsService {
     return this.refund(tenant, { ...INTERNAL_KEY, clientKey: refundKey }, { orderId, amountMinor, reason: reason as RefundReason });
   }
 
+  /**
+   * A refund of everything left to refund on the order (cancel by key), under
+   * the caller's key like refundByKey. The amount is read and reserved inside
+   * the claim transaction, never before it, and is not part of the key's
+   * fingerprint. Thrown as well, nothing written: RefundsInFlightError while
+   * another refund of the order holds a reservation (the rest is not known
+   * until it is final), RefundExceedsCapturedError when nothing is left.
+   */
+  async refundRestByKey(tenant: string, orderId: string, refundKey: string, reason: string): Promise<IdempotentResult> {
+    if (!(REFUND_REASONS as readonly string[]).includes(reason)) throw new Error(`Unknown refund reason ${reason}`);
+    if (refundKey.length < 1 || refundKey.length > 255) throw new Error('A refund key is 1 to 255 characters');
+    const body: RestBody = { orderId, amountMinor: 'rest', reason: reason as RefundReason };
+    return this.refund(tenant, { ...INTERNAL_REST_KEY, clientKey: refundKey }, body);
+  }
+
   async list(tenant: string, orderId: string): Promise<Refund[]> {
     const order = await this.orderOf(tenant, orderId);
     return this.refunds.listForOrder(tenant, order._id);
@@ -95,7 +122,7 @@ export class RefundsService {
   }
 
   /** Claim the key with the reservation and a pending refund (T0), then drive it to a final state. */
-  private async refund(tenant: string, key: IdempotencyKeyContext, body: RefundBody): Promise<IdempotentResult> {
+  private async refund(tenant: string, key: IdempotencyKeyContext, body: RefundBody | RestBody): Promise<IdempotentResult> {
     // The order's customer is the request's data subject (an erasure of them stops it); no such order: 404, key untouched.
     const order = await this.orderOf(tenant, body.orderId);
     const request: IdempotentRequest = this.idempotency.requestFor(key, tenant, body, order.customerId);
@@ -117,16 +144,17 @@ export class RefundsService {
    * the error thrown here aborts the claim: no record, no refund, the key
    * unused.
    */
-  private async begin(session: ClientSession, tenant: string, body: RefundBody, lease: Lease): Promise<void> {
+  private async begin(session: ClientSession, tenant: string, body: RefundBody | RestBody, lease: Lease): Promise<void> {
     const now = this.clock.now();
-    const order = await this.orders.reserveRefund(session, tenant, body.orderId, body.amountMinor, now);
+    const amountMinor = body.amountMinor === 'rest' ? await this.restOf(session, tenant, body.orderId) : body.amountMinor;
+    const order = await this.orders.reserveRefund(session, tenant, body.orderId, amountMinor, now);
     if (!order) throw await this.refusal(session, tenant, body.orderId);
     const refundId = refundIdForClaim(lease.claimId);
     await this.refunds.insertPending(session, {
       _id: refundId,
       tenant,
       orderId: order._id,
-      amountMinor: body.amountMinor,
+      amountMinor,
       currency: order.currency,
       reason: body.reason,
       state: 'pending',
@@ -138,6 +166,22 @@ export class RefundsService {
       createdAt: now,
       updatedAt: now,
     });
+  }
+
+  /**
+   * What is left to refund, read in the claim transaction (the reservation
+   * that follows is conditional on it, and a concurrent reservation is a
+   * write conflict that reruns the transaction). Only on final money: a
+   * reservation of another refund in flight may still come back.
+   */
+  private async restOf(session: ClientSession, tenant: string, orderId: string): Promise<number> {
+    const order = await this.orders.findById(orderId, session);
+    if (!order || order.tenant !== tenant) throw new OrderNotFoundError();
+    if (!REFUNDABLE_STATES.includes(order.state)) throw new OrderNotRefundableError(order.state);
+    const reserved = order.capturedMinor - order.refundedMinor - order.refundableMinor;
+    if (reserved > 0) throw new RefundsInFlightError(reserved);
+    if (order.refundableMinor < 1) throw new RefundExceedsCapturedError(0);
+    return order.refundableMinor;
   }
 
   /** Why the reservation matched nothing, as this transaction sees the order. */

@@ -11,8 +11,13 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { WebhookReceiptResponse } from './dto/webhook-receipt.response.js';
 import { readPaymentEvent } from './payment-event.js';
 import { WebhookInbox, type InboxReceipt } from './webhook-inbox.service.js';
-import { WebhookVerifier, type WebhookHeaders } from './webhook-verifier.js';
+import { NotIJsonError } from '../http/json-body.js';
+import { sourceOf, WebhookRefusals } from './webhook-door.js';
+import { WebhookVerifier } from './webhook-verifier.js';
 import { WebhookPayloadTooLargeError } from './webhooks.errors.js';
+
+/** Fatal: text that is not UTF-8 is not JSON (RFC 8259 8.1), and the signature was over the bytes, not a repaired string. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * The provider's door: authenticated by the Standard Webhooks signature over
@@ -29,6 +34,7 @@ export class WebhooksController {
   constructor(
     private readonly inbox: WebhookInbox,
     private readonly metrics: MetricsService,
+    private readonly refusals: WebhookRefusals,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     @Inject(httpConfig.KEY) private readonly http: HttpConfig,
   ) {
@@ -86,17 +92,34 @@ export class WebhooksController {
     RETRY_AFTER_HEADER,
   )
   async receive(@Req() request: FastifyRequest): Promise<InboxReceipt> {
-    const raw = typeof request.body === 'string' ? request.body : '';
+    // The exact bytes received (app.setup.ts hands signed routes a Buffer): the HMAC is over them, never a decoded string.
+    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     let event;
     try {
-      if (Buffer.byteLength(raw, 'utf8') > this.config.bodyLimitBytes) throw new WebhookPayloadTooLargeError(this.config.bodyLimitBytes);
-      const delivery = this.verifier.verify(raw, request.headers as WebhookHeaders);
+      const delivery = this.verified(raw, request);
+      let text: string;
+      try {
+        text = UTF8.decode(raw);
+      } catch {
+        throw new NotIJsonError('text that is not UTF-8');
+      }
       const limits = { maxDepth: this.http.jsonMaxDepth, maxValues: this.http.jsonMaxValues };
-      event = readPaymentEvent(delivery.id, parseJsonBody(raw, limits));
+      event = readPaymentEvent(delivery.id, parseJsonBody(text, limits));
     } catch (error) {
       if (error instanceof DomainError) this.metrics.webhookRefused.inc({ code: error.code });
       throw error;
     }
     return this.inbox.receive(event);
+  }
+
+  /** Size, headers and signature; a refusal here counts against the source's budget (webhook-door.ts). */
+  private verified(raw: Buffer, request: FastifyRequest) {
+    try {
+      if (raw.length > this.config.bodyLimitBytes) throw new WebhookPayloadTooLargeError(this.config.bodyLimitBytes);
+      return this.verifier.verify(raw, request.raw.headersDistinct);
+    } catch (error) {
+      if (error instanceof DomainError) this.refusals.refused(sourceOf(request));
+      throw error;
+    }
   }
 }

@@ -44,3 +44,20 @@ export class WebhookNotReadyError extends DomainError {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/** webhook-id, -timestamp or -signature sent more than once: one delivery has one of each (Node would join the copies). */
+export class WebhookHeaderRepeatedError extends DomainError {
+  readonly code = 'webhook_header_repeated';
+  constructor(name: string) {
+    super(`The ${name} header is sent more than once.`);
+  }
+}
+
+/** Too many refused deliveries from one source: refused before anything is read, until the window moves on. */
+export class WebhookSourceRateLimitedError extends DomainError {
+  readonly code = 'rate_limited';
+  constructor(retryAfterSeconds: number) {
+    super('Too many refused webhook deliveries from this source; retry later.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}

@@ -25,7 +25,7 @@ export function redisMode(): StoreMode {
 
 let current: StoreMode = MONGO_ONLY;
 
-/** Set by a wrapper file before it imports a suite, so the suite runs in that mode (test/idempotency.redis.e2e-spec.ts). */
+/** Set by a wrapper file before it imports a suite, so the suite runs in that mode (test/idempotency/idempotency.redis.e2e-spec.ts). */
 export function useStoreMode(mode: StoreMode): void {
   current = mode;
 }

@@ -51,7 +51,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     MONGODB_DB_NAME: options.dbName,
     PAYMENT_SIMULATOR_DB_NAME: `${options.dbName}_psp`,
-    // Every scope: the test files exercise erasure and key admin with the same keys (scopes: test/security-defaults).
+    // Every scope: the test files exercise erasure and key admin with the same keys (scopes: test/process/security-defaults).
     API_KEYS: Object.entries(API_KEYS)
       .map(([tenant, secret]) => `${tenant}:${secret}:${ALL_SCOPES}`)
       .join(','),

@@ -32,6 +32,13 @@ export interface KitRequest {
   via?: string;
 }
 
+/** A GET the kit refused to send: the URL is not on the base URL's origin (its token would go there). */
+export class ForeignOriginError extends Error {
+  constructor(url: URL, base: URL) {
+    super(`${url.origin} is not the base URL's origin ${base.origin}: not followed (the token is sent to the base URL's origin only)`);
+  }
+}
+
 export class KitHttp {
   private sent = 0;
   private readonly base: URL;
@@ -59,6 +66,15 @@ export class KitHttp {
     return new URL(location, this.base);
   }
 
+  /**
+   * Whether a URL is on the base URL's origin: same scheme, host and port.
+   * Only there does the kit send its token (SEC4-02): a Location naming
+   * another host, or the same host over plain http://, is never followed.
+   */
+  sameOrigin(url: URL): boolean {
+    return url.origin === this.base.origin;
+  }
+
   send(request: KitRequest): Promise<Reply> {
     this.spend();
     const url = new URL(this.fullPath(request.path), request.via ?? this.base.origin);
@@ -70,8 +86,9 @@ export class KitHttp {
     return exchange(url, request.method, headers, request.body, this.timeoutMs);
   }
 
-  /** GET of an absolute URL (a Location), same connection rules and budget. */
+  /** GET of an absolute URL (a Location) on the base URL's origin only, same connection rules and budget. */
   get(url: URL, headers: Record<string, string>): Promise<Reply> {
+    if (!this.sameOrigin(url)) throw new ForeignOriginError(url, this.base);
     this.spend();
     return exchange(url, 'GET', headers, undefined, this.timeoutMs);
   }

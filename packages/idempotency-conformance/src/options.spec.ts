@@ -144,3 +144,46 @@ describe('resolveOptions', () => {
     );
   });
 });
+
+describe('--config kit.json (issue 34: pointing the kit at /payments took 8 flags)', () => {
+  const file = JSON.stringify({
+    'base-url': 'https://staging.example/api',
+    path: '/payments',
+    'key-status-path': '',
+    concurrency: 7,
+    skip: ['provider-outage:no outage switch on staging'],
+    'body-file': 'payment.json',
+  });
+  const withConfig = (argv: string[], text = file) => {
+    const command = parseCliArgs(['--config', 'kit.json', ...argv], { CONFORMANCE_TOKEN: 'tok-env' }, (name) => {
+      expect(name).toBe('kit.json');
+      return text;
+    });
+    if (command.kind !== 'run') throw new Error('expected a run');
+    return command;
+  };
+
+  it('reads the flags from the file, numbers included, the token still from the environment', () => {
+    const { options, bodyFiles } = withConfig([]);
+    expect(options).toMatchObject({
+      baseUrl: 'https://staging.example/api',
+      token: 'tok-env',
+      path: '/payments',
+      keyStatusPath: '',
+      concurrency: 7,
+      skip: { 'provider-outage': 'no outage switch on staging' },
+    });
+    expect(bodyFiles.body).toBe('payment.json');
+  });
+
+  it('lets a flag on the command line win over the file', () => {
+    expect(withConfig(['--path', '/v2/payments', '--concurrency', '3']).options).toMatchObject({ path: '/v2/payments', concurrency: 3 });
+  });
+
+  it('refuses an unknown flag, a wrong type or text that is not JSON, naming the file', () => {
+    expect(() => withConfig([], JSON.stringify({ 'base-uri': 'x' }))).toThrow(/--config kit\.json: unknown flag "base-uri"/);
+    expect(() => withConfig([], JSON.stringify({ path: true }))).toThrow(UsageError);
+    expect(() => withConfig([], '{path:')).toThrow(/not JSON/);
+    expect(() => withConfig([], '[]')).toThrow(/a JSON object of flags/);
+  });
+});

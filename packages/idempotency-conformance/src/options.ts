@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Json } from './bodies.js';
 import type { RowResult } from './report.js';
@@ -174,18 +175,62 @@ const FLAGS = {
   'expect-fail': { type: 'string', multiple: true },
   junit: { type: 'string' },
   json: { type: 'string' },
+  config: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** argv without node and the script; tokens may come from the environment to stay out of `ps`. */
-export function parseCliArgs(argv: string[], env: Record<string, string | undefined>): CliCommand {
-  let values;
+type FlagName = keyof typeof FLAGS;
+type FlagValues = {
+  [name in FlagName]?: (typeof FLAGS)[name] extends { type: 'boolean' }
+    ? boolean
+    : (typeof FLAGS)[name] extends { multiple: true }
+      ? string[]
+      : string;
+};
+
+/**
+ * `--config kit.json`: the same flags as a JSON object (`{"base-url": "...",
+ * "path": "/payments", "skip": ["row:reason"]}`), numbers allowed for numeric
+ * flags; a flag on the command line wins over the file.
+ */
+export function configFlags(text: string, file: string): FlagValues {
+  let parsed: unknown;
   try {
-    ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--config ${file}: not JSON (${(error as Error).message})`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UsageError(`--config ${file}: a JSON object of flags`);
+  const values: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    const flag = (FLAGS as Record<string, { type: string; multiple?: boolean }>)[name];
+    if (!flag || name === 'config' || name === 'help') throw new UsageError(`--config ${file}: unknown flag "${name}"`);
+    const scalar = (item: unknown) => (typeof item === 'string' || typeof item === 'number' ? String(item) : null);
+    const converted = flag.multiple ? (Array.isArray(value) ? value.map(scalar) : [scalar(value)]) : scalar(value);
+    if (converted === null || (Array.isArray(converted) && converted.includes(null)))
+      throw new UsageError(`--config ${file}: "${name}" must be a string${flag.multiple ? ' or a list of strings' : ' or a number'}`);
+    values[name] = converted as string | string[];
+  }
+  return values;
+}
+
+/** argv without node and the script; tokens may come from the environment to stay out of `ps`. */
+export function parseCliArgs(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  readConfig: (file: string) => string = (file) => readFileSync(file, 'utf8'),
+): CliCommand {
+  let argValues: FlagValues;
+  try {
+    ({ values: argValues } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  if (values.help) return { kind: 'help' };
+  if (argValues.help) return { kind: 'help' };
+  const values: FlagValues = argValues.config
+    ? { ...configFlags(readConfig(argValues.config), argValues.config), ...argValues }
+    : argValues;
   const options: ConformanceOptions = {
     baseUrl: values['base-url'] ?? '',
     token: values.token ?? env.CONFORMANCE_TOKEN ?? '',
@@ -244,6 +289,9 @@ export const HELP = `Idempotency conformance kit: checks a deployment's idempote
 Usage: idempotency-conformance --base-url URL --token T [--token-b T2] [options]
        (npx @idempotent-orders/idempotency-conformance ... without installing it)
 
+  --config FILE           the flags below as a JSON object ({"base-url": "...",
+                          "path": "/payments", "skip": ["row:reason"]});
+                          a flag given on the command line wins
   --base-url URL          the deployment (http or https; a path prefix is kept)
   --token T               tenant A's API key (or env CONFORMANCE_TOKEN)
   --token-b T2            a second tenant's API key (or env CONFORMANCE_TOKEN_B);

@@ -277,6 +277,10 @@ const getResource: Row = {
     const { key, answer } = first(ctx);
     const url = resourceUrl(ctx, answer);
     if (!url) return { verdict: { status: 'SKIP', reason: 'the first use has no Location header and no "id" field' }, evidence: [] };
+    if (!ctx.http.sameOrigin(url)) {
+      const reason = `the Location names ${url.origin}, not the base URL's origin: not followed (the token goes to the base URL's origin only)`;
+      return { verdict: { status: 'SKIP', reason }, evidence: [evidenceOf('first use', answer)] };
+    }
     const replayed = await post(ctx, { key });
     const resource = await ctx.http.get(url, { authorization: `Bearer ${ctx.settings.token}` });
     return {
@@ -361,9 +365,21 @@ const providerOutage: Row = {
       evidenceOf('same key, the good body', otherBodyReply),
     ];
     if (keyRecord) evidence.push(evidenceOf("the key's record", keyRecord));
+    if (isAnswer(keyRecord) && keyRecord.status === 403) return { verdict: { status: 'SKIP', reason: missingScope(keyRecord) }, evidence };
     return { verdict: evaluateOutage({ first: firstReply, retry, otherBody: otherBodyReply, keyRecord }), evidence };
   },
 };
+
+/**
+ * A 403 on the key's record is the token's scope, not the service's
+ * behaviour: the row cannot judge the record, so it is SKIP with the scope
+ * the answer names (this service's problem detail says it; `admin` otherwise).
+ */
+export function missingScope(reply: Answer): string {
+  const detail = (parseJson(reply.body) as { detail?: unknown } | undefined)?.detail;
+  const named = typeof detail === 'string' ? /"([a-z0-9_.:+-]+)" scope/.exec(detail)?.[1] : undefined;
+  return `the key's record answered 403: the token lacks the "${named ?? 'admin'}" scope (give --token a key with it, or --key-status-path '' not to read the record)`;
+}
 
 function getKeyRecord(ctx: RowContext, template: string, key: string): Promise<Reply> {
   const url = ctx.http.resolve(ctx.http.fullPath(template.replace('{key}', encodeURIComponent(key))));

@@ -56,7 +56,7 @@ describe('the package imports nothing from the app (issue 23)', () => {
     expect(offenders).toEqual([]);
   });
 
-  it("keeps the optional peers (ioredis, opossum, prom-client, @nestjs/swagger) out of the main entry's static import graph", () => {
+  it("keeps the optional peers (ioredis, opossum, prom-client, @nestjs/swagger, fastify) out of the main entry's static import graph", () => {
     const seen = new Set<string>();
     const reached: string[] = [];
     const walk = (file: string): void => {
@@ -68,7 +68,7 @@ describe('the package imports nothing from the app (issue 23)', () => {
       }
     };
     walk(join(SRC, 'index.ts'));
-    expect(OPTIONAL_PEERS.sort()).toEqual(['@nestjs/swagger', 'ioredis', 'opossum', 'prom-client']);
+    expect(OPTIONAL_PEERS.sort()).toEqual(['@nestjs/swagger', 'fastify', 'ioredis', 'opossum', 'prom-client']);
     expect(seen.size).toBeGreaterThan(20);
     expect(reached).toEqual([]);
   });
@@ -77,6 +77,26 @@ describe('the package imports nothing from the app (issue 23)', () => {
     const offenders = sources(SRC)
       .filter((file) => !file.startsWith(join(SRC, 'testing')))
       .filter((file) => staticImports(file).some((specifier) => /(^|\/)testing(\/index)?\.js$/.test(specifier)));
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe('folders depend one way (architecture review 2026-12-01, §3.1 item 3)', () => {
+  it('protocol/ imports nothing from http/: the key context is the protocol input, http/ builds it', () => {
+    const offenders = sources(join(SRC, 'protocol')).flatMap((file) =>
+      staticImports(file)
+        .filter((specifier) => specifier.startsWith('.') && resolveLocal(file, specifier).startsWith(join(SRC, 'http')))
+        .map((specifier) => `${relative(SRC, file)} -> ${specifier}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('fast-path/ imports nothing from recovery/: what an erasure changed is a protocol type', () => {
+    const offenders = sources(join(SRC, 'fast-path')).flatMap((file) =>
+      staticImports(file)
+        .filter((specifier) => specifier.startsWith('.') && resolveLocal(file, specifier).startsWith(join(SRC, 'recovery')))
+        .map((specifier) => `${relative(SRC, file)} -> ${specifier}`),
+    );
     expect(offenders).toEqual([]);
   });
 });

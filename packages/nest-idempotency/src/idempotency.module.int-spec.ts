@@ -1,3 +1,4 @@
+import { DEFAULT_PROBLEM_TYPE_BASE_URL, problem, setProblemTypeBaseUrl } from './problem.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Global, Injectable, Module } from '@nestjs/common';
 import { startModuleApp, TEST_OPTIONS, type ModuleApp } from '../test/support/module-app.js';
@@ -81,6 +82,19 @@ describe('IdempotencyModule wiring', () => {
 
   it('defaults the metrics port to counting nothing', () => {
     expect(t.app.get(IdempotencyMetrics)).toBeInstanceOf(NoopIdempotencyMetrics);
+  });
+
+  it('writes problem type URIs under the problemTypeBaseUrl it was given', async () => {
+    const other = await startModuleApp({
+      dbName: 'test_module_wiring_types',
+      options: { problemTypeBaseUrl: 'https://docs.acme.dev/problems/' },
+    });
+    try {
+      expect(problem(409, 'idempotency_key_in_use', 'x').type).toBe('https://docs.acme.dev/problems/idempotency-key-in-use');
+    } finally {
+      await other.close();
+      setProblemTypeBaseUrl(DEFAULT_PROBLEM_TYPE_BASE_URL);
+    }
   });
 
   it('forRootAsync builds the options from injected providers, through the same validation', async () => {

@@ -1,3 +1,4 @@
+import { setProblemTypeBaseUrl } from './problem.js';
 import { ConfigurableModuleBuilder, Module, type Provider } from '@nestjs/common';
 import { getConnectionToken, getModelToken, MongooseModule } from '@nestjs/mongoose';
 import {
@@ -98,7 +99,11 @@ function settingsProvider(extras: IdempotencyModuleExtras): Provider {
   return {
     provide: IDEMPOTENCY_SETTINGS,
     inject: [IDEMPOTENCY_MODULE_OPTIONS],
-    useFactory: (options: IdempotencyModuleOptions) => resolveOptions(options, extras.connectionName),
+    useFactory: (options: IdempotencyModuleOptions) => {
+      const settings = resolveOptions(options, extras.connectionName);
+      setProblemTypeBaseUrl(settings.problemTypeBaseUrl);
+      return settings;
+    },
   };
 }
 

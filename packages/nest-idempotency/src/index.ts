@@ -40,6 +40,7 @@ export {
 } from './http/idempotency.interceptor.js';
 export { idempotencyKeyHeader, parseIdempotencyKey } from './http/key-header.js';
 export { IdempotencyProblemFilter, idempotencyProblem } from './http/problem.filter.js';
+export { nodeRequest, type IdempotentHttpRequest, type IdempotentHttpResponse } from './http/platform.js';
 
 // The protocol, with or without HTTP
 export { IdempotencyService } from './protocol/idempotency.service.js';

@@ -67,6 +67,18 @@ describe('IdempotencyModule options', () => {
   });
 });
 
+describe('problemTypeBaseUrl (issue 34: type URIs were hard-coded to errors.example.com)', () => {
+  it('defaults to the example base and refuses anything but an absolute http(s) URL ending in /', () => {
+    expect(resolveOptions(valid).problemTypeBaseUrl).toBe('https://errors.example.com/');
+    expect(resolveOptions({ ...valid, problemTypeBaseUrl: 'https://docs.acme.dev/problems/' }).problemTypeBaseUrl).toBe(
+      'https://docs.acme.dev/problems/',
+    );
+    for (const bad of ['https://docs.acme.dev/problems', '/problems/', 'ftp://x/', 'not a url/']) {
+      expect(() => resolveOptions({ ...valid, problemTypeBaseUrl: bad })).toThrow(/problemTypeBaseUrl/);
+    }
+  });
+});
+
 describe('the errors a client can get', () => {
   it('every exported IdempotencyError carries a 4xx/5xx status and a snake_case code (no 500 by omission)', () => {
     type ErrorClass = (new (...args: unknown[]) => api.IdempotencyError) & { name: string };

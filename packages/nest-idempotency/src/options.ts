@@ -1,4 +1,5 @@
-import type { FastifyRequest } from 'fastify';
+import { DEFAULT_PROBLEM_TYPE_BASE_URL } from './problem.js';
+import type { IdempotentHttpRequest } from './http/platform.js';
 import type { InjectionToken } from '@nestjs/common';
 import type { IdempotencyClock, IdempotencyMetrics } from './ports.js';
 
@@ -43,8 +44,12 @@ export interface DuplicateGuardOptions {
 export interface IdempotencyModuleOptions {
   /** This service's name, part of every record id: never rename a service with live keys (refused at boot). */
   service: string;
-  /** The tenant of an authenticated request (a key is private to its tenant); undefined refuses the request. */
-  tenant: (request: FastifyRequest) => string | undefined;
+  /**
+   * The tenant of an authenticated request (a key is private to its tenant); undefined refuses the request.
+   * Receives your adapter's request (Express `Request` or `FastifyRequest`: annotate the parameter with yours).
+   */
+  // A method, not a property: its parameter is checked bivariantly, so `(request: FastifyRequest) => ...` fits.
+  tenant(this: void, request: IdempotentHttpRequest): string | undefined;
   /** Stored responses are sealed under `current`; `decrypt` lists every key that may open them (current first). */
   encryption: { current: CipherKey; decrypt?: CipherKey[] };
   /**
@@ -86,6 +91,12 @@ export interface IdempotencyModuleOptions {
    */
   indexes?: 'bootstrap' | 'manual';
   /**
+   * Base of the `type` URI of the package's problem documents: an absolute
+   * http(s) URL ending in `/` (the code follows, `_` as `-`). Default
+   * `https://errors.example.com/`: set your own documentation's.
+   */
+  problemTypeBaseUrl?: string;
+  /**
    * Benchmarks only: the same work with no record, no claim, no replay.
    * Never in production (your configuration should refuse it).
    */
@@ -108,7 +119,7 @@ export interface IdempotencyModuleExtras {
 /** The options with every default filled in, as the package's classes read them. */
 export interface IdempotencySettings {
   serviceName: string;
-  tenant: (request: FastifyRequest) => string | undefined;
+  tenant: (request: IdempotentHttpRequest) => string | undefined;
   encryptionKey: CipherKey;
   decryptionKeys: CipherKey[];
   digestKey: Buffer;
@@ -125,6 +136,7 @@ export interface IdempotencySettings {
   indexes: 'bootstrap' | 'manual';
   /** From the module's extras: the `@nestjs/mongoose` connection of the records. */
   connectionName?: string;
+  problemTypeBaseUrl: string;
   bypass: boolean;
 }
 
@@ -204,8 +216,12 @@ export function resolveOptions(options: IdempotencyModuleOptions, connectionName
       : null,
     indexes: options?.indexes ?? 'bootstrap',
     connectionName,
+    problemTypeBaseUrl: options?.problemTypeBaseUrl ?? DEFAULT_PROBLEM_TYPE_BASE_URL,
     bypass: options?.bypass ?? false,
   };
+  const typeBase = settings.problemTypeBaseUrl;
+  if (typeof typeBase !== 'string' || !URL.canParse(typeBase) || !/^https?:\/\/[^/]+\/(.*\/)?$/.test(typeBase))
+    problems.push(`problemTypeBaseUrl: an absolute http(s) URL ending in '/' (got ${JSON.stringify(typeBase)})`);
   if (settings.indexes !== 'bootstrap' && settings.indexes !== 'manual') problems.push("indexes: 'bootstrap' or 'manual'");
   if (problems.length > 0) throw new IdempotencyOptionsError(problems);
   return settings;

@@ -144,6 +144,21 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
+/** Where the `type` URIs of the package's problems live unless the option `problemTypeBaseUrl` says otherwise. */
+export const DEFAULT_PROBLEM_TYPE_BASE_URL = 'https://errors.example.com/';
+
+let problemTypeBaseUrl = DEFAULT_PROBLEM_TYPE_BASE_URL;
+
+/**
+ * Sets the base of every problem `type` (`{base}{code with '-'}`): the
+ * module does it at boot from the option `problemTypeBaseUrl`. One per
+ * process, as the guidance table is: problems are written by free functions
+ * (a stored 410, a tombstone's answer) with no injector at hand.
+ */
+export function setProblemTypeBaseUrl(base: string): void {
+  problemTypeBaseUrl = base;
+}
+
 /**
  * A problem document. The guidance fields come from the table and follow
  * `code`; an extension cannot override them.
@@ -152,7 +167,7 @@ export function problem(status: number, code: string, detail: string, extensions
   const { retryable, reuseKey, newKeySafe } = problemGuidance(status, code);
   const guidance = { retryable, reuseKey, newKeySafe };
   return {
-    type: `https://errors.example.com/${code.replace(/_/g, '-')}`,
+    type: `${problemTypeBaseUrl}${code.replace(/_/g, '-')}`,
     title: TITLES[status] ?? 'Error',
     status,
     detail,

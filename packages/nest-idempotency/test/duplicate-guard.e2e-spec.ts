@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { IdempotencyOptionsError, resolveOptions } from '../src/index.js';
 import { FixtureModule, gate } from './fixture-app/fixture.module.js';
-import { startModuleApp, TEST_OPTIONS, type ModuleApp } from './support/module-app.js';
+import { ADAPTERS, startModuleApp, TEST_OPTIONS, type ModuleApp } from './support/module-app.js';
 
-describe('the duplicate guard on the fixture app', () => {
+describe.each(ADAPTERS)('the duplicate guard on the fixture app on %s', (adapter) => {
   let t: ModuleApp;
   const post = (path: '/widgets' | '/widgets/guarded', key: string, body: object, tenant = 'acme', headers: Record<string, string> = {}) =>
     t.http().post(path).set('x-tenant', tenant).set(headers).set('Idempotency-Key', key).send(body);
@@ -13,7 +13,8 @@ describe('the duplicate guard on the fixture app', () => {
 
   beforeAll(async () => {
     t = await startModuleApp({
-      dbName: 'test_package_duplicate_guard',
+      adapter,
+      dbName: `test_package_duplicate_guard_${adapter}`,
       imports: [FixtureModule],
       options: { inFlight: { waitMs: 0 }, duplicateGuard: { windowSeconds: 60, tenants: (tenant) => tenant !== 'globex' } },
     });

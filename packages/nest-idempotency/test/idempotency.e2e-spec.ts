@@ -6,9 +6,9 @@ import type { Connection } from 'mongoose';
 import { MongoClient } from 'mongodb';
 import { IdempotencyAttempts, IdempotencyService, TransactionRunner, type IdempotentWork } from '../src/index.js';
 import { FixtureModule, gate } from './fixture-app/fixture.module.js';
-import { mongoUri, startModuleApp, type ModuleApp } from './support/module-app.js';
+import { ADAPTERS, mongoUri, startModuleApp, type ModuleApp } from './support/module-app.js';
 
-describe('the package on a fixture app (widgets: closed, settings: open)', () => {
+describe.each(ADAPTERS)('the package on a fixture app (widgets: closed, settings: open) on %s', (adapter) => {
   let t: ModuleApp;
   const post = (key: string | null, body: object, tenant = 'acme') => {
     const req = t.http().post('/widgets').set('x-tenant', tenant);
@@ -18,11 +18,16 @@ describe('the package on a fixture app (widgets: closed, settings: open)', () =>
   const widgets = () => t.db.collection('widgets');
 
   beforeAll(async () => {
-    t = await startModuleApp({ dbName: 'test_package_fixture', imports: [FixtureModule], options: { inFlight: { waitMs: 200 } } });
+    t = await startModuleApp({
+      adapter,
+      dbName: `test_package_fixture_${adapter}`,
+      imports: [FixtureModule],
+      options: { inFlight: { waitMs: 200 } },
+    });
   });
   beforeEach(async () => {
     gate.hold = null;
-    for (const name of ['idempotency_records', 'idempotency_tombstones', 'idempotency_subjects', 'widgets', 'settings']) {
+    for (const name of ['idempotency_records', 'idempotency_tombstones', 'idempotency_subjects', 'widgets', 'settings', 'shipments']) {
       await t.db.collection(name).deleteMany({});
     }
   });
@@ -139,6 +144,36 @@ describe('the package on a fixture app (widgets: closed, settings: open)', () =>
     });
   });
 
+  it('binds a key to the resource: the same key and body on another widget is 422 and ships nothing (issue 34)', async () => {
+    const ship = (widget: string) =>
+      t.http().post(`/widgets/${widget}/ship`).set('x-tenant', 'acme').set('Idempotency-Key', 'ship-1').send({ carrier: 'ups' });
+    const first = await ship('wgt_A');
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ widget: 'wgt_A' });
+    const other = await ship('wgt_B');
+    expect(other.status).toBe(422);
+    expect(other.body).toMatchObject({ code: 'idempotency_key_reused' });
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    const again = await ship('wgt_A');
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect((await t.db.collection('shipments').find({}).toArray()).map((doc) => doc.widget)).toEqual(['wgt_A']);
+    expect(await records().findOne({})).toMatchObject({ fingerprint: { algorithm: 'sha256-jcs-v3' } });
+  });
+
+  it("takes a tenant id with ':' (a URN): its own record, not a 500 (SEC4-10)", async () => {
+    const first = await post('urn-1', { size: 'S' }, 'org:42');
+    expect(first.status).toBe(201);
+    const replay = await post('urn-1', { size: 'S' }, 'org:42');
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    // The same key of tenant "org" and of a tenant spelled like the encoded segment are other requests.
+    expect((await post('urn-1', { size: 'S' }, 'org')).headers['idempotent-replayed']).toBeUndefined();
+    expect((await post('urn-1', { size: 'S' }, 'org%3A42')).headers['idempotent-replayed']).toBeUndefined();
+    expect(await widgets().countDocuments()).toBe(3);
+    expect(await records().countDocuments({ tenant: 'org:42' })).toBe(1);
+  });
+
   it('answers 503 with Retry-After when MongoDB is unreachable, and runs nothing', async () => {
     const connection = t.app.get<Connection>(getConnectionToken());
     await connection.close();
@@ -151,8 +186,8 @@ describe('the package on a fixture app (widgets: closed, settings: open)', () =>
       // The app's connection stays closed (this is the file's last test); the check reads through its own client.
       const client = await MongoClient.connect(mongoUri());
       try {
-        expect(await client.db('test_package_fixture').collection('widgets').countDocuments({})).toBe(0);
-        expect(await client.db('test_package_fixture').collection('idempotency_records').countDocuments({})).toBe(0);
+        expect(await client.db(`test_package_fixture_${adapter}`).collection('widgets').countDocuments({})).toBe(0);
+        expect(await client.db(`test_package_fixture_${adapter}`).collection('idempotency_records').countDocuments({})).toBe(0);
       } finally {
         await client.close();
       }

@@ -5,7 +5,7 @@ import { CAPTURE_MODES } from '../order.js';
 
 /*
  * The documented shape of orderView() (order.view.ts). These classes only
- * describe: nothing instantiates them. test/openapi.e2e-spec.ts validates
+ * describe: nothing instantiates them. test/platform/openapi.e2e-spec.ts validates
  * real bodies against them with unknown fields refused, so a field added to
  * the view without a line here fails that test.
  */

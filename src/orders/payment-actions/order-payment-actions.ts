@@ -129,6 +129,7 @@ export class OrderPaymentActions implements OnModuleInit {
       schemaVersion: 1,
       method: 'POST',
       route: VOID_ORDER_ROUTE,
+      params: { id: orderId },
     });
   }
 

@@ -37,6 +37,7 @@ export const OrderSchema = new Schema<Order>(
       ),
       default: null,
     },
+    processingCheckAfter: { type: Date, default: undefined },
     paymentToken: { type: String, default: null },
     state: { type: String, enum: ORDER_STATES, required: true },
     stateHistory: { type: Schema.Types.Mixed, required: true },

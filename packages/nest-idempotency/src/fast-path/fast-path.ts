@@ -4,7 +4,7 @@ import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import { IdempotencyClock } from '../ports.js';
 import { IdempotencyMetrics } from '../ports.js';
 import { matchesAnyBody, sameFingerprint, storedFingerprint, type Fingerprint } from '../protocol/fingerprint.js';
-import type { ErasedRecord } from '../recovery/erasure.js';
+import type { ErasedRecord } from '../protocol/record.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from '../protocol/record.js';
 import { answeredAt } from '../protocol/record.js';
 import type { IdempotentRequest, IdempotentResult } from '../protocol/work.js';

@@ -1,40 +1,26 @@
 import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EMPTY, type Observable } from 'rxjs';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import type { IdempotentOptions } from './idempotent.decorator.js';
 import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
 import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
-import type { PrefetchedOwner } from '../protocol/work.js';
-import type { StoreDownPolicy } from '../store/mongo-errors.js';
-import { duplicateIntent, type DuplicateIntent } from '../protocol/duplicate-guard.js';
+import type { IdempotencyKeyContext } from '../protocol/work.js';
+import { duplicateIntent } from '../protocol/duplicate-guard.js';
+import { nodeRequest, routeParams, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
 /** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
 export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
 
-/** What a keyed handler receives: the validated client key and the route's declaration. */
-export interface IdempotencyKeyContext {
-  clientKey: string;
-  operation: string;
-  ttlSeconds?: number;
-  schemaVersion: number;
-  onStoreDown?: StoreDownPolicy;
-  method: string;
-  route: string;
-  /** Set by the interceptor: the key's record, read once before validation (IdempotencyService.lookUpEarly). */
-  prefetched?: PrefetchedOwner;
-  /** `@Idempotent({ duplicateGuard: true })` routes only: the request's Idempotency-Intent. */
-  duplicateGuard?: DuplicateIntent;
-}
+export type { IdempotencyKeyContext };
 
 /** Kept on the raw Node request, where the request logger reads the operation. */
 export interface KeyedRequestState {
   idempotency?: IdempotencyKeyContext;
 }
 
-export function keyedState(request: FastifyRequest): KeyedRequestState {
-  return request.raw as KeyedRequestState;
+export function keyedState(request: IdempotentHttpRequest): KeyedRequestState {
+  return nodeRequest(request) as KeyedRequestState;
 }
 
 /**
@@ -56,16 +42,17 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const options = this.reflector.get<IdempotentOptions>(IDEMPOTENT_ROUTE_METADATA, context.getHandler());
     const http = context.switchToHttp();
-    const request = http.getRequest<FastifyRequest>();
+    const request = http.getRequest<IdempotentHttpRequest>();
     const key: IdempotencyKeyContext = {
-      clientKey: parseIdempotencyKey(idempotencyKeyHeader(request.raw)),
+      clientKey: parseIdempotencyKey(idempotencyKeyHeader(nodeRequest(request))),
       operation: options.operation,
       ttlSeconds: options.ttlSeconds,
       schemaVersion: options.schemaVersion ?? 1,
       onStoreDown: options.onStoreDown ?? 'closed',
       method: request.method,
-      route: request.routeOptions.url ?? request.url,
-      duplicateGuard: duplicateIntent(options.duplicateGuard, request.raw.headers),
+      route: routeTemplate(request),
+      params: routeParams(request),
+      duplicateGuard: duplicateIntent(options.duplicateGuard, request.headers),
     };
     keyedState(request).idempotency = key;
     // The app's tenant resolver (options.tenant) runs after its auth guard: no tenant is a wiring mistake, never a client's.
@@ -73,7 +60,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     if (!tenant) throw new Error('@Idempotent() route without a tenant: the tenant option returned none (is the route authenticated?)');
     const early = await this.idempotency.lookUpEarly(key, tenant, request.body);
     if (early.replay) {
-      sendIdempotentResult(http.getResponse<FastifyReply>(), early.replay);
+      sendIdempotentResult(http.getResponse<IdempotentHttpResponse>(), early.replay);
       return EMPTY;
     }
     key.prefetched = early.owner;
@@ -88,7 +75,7 @@ export const REPLAYED_HEADERS = ['content-type', 'location'];
  * Writes an idempotent result: the original status, headers and bytes, plus the key's metadata
  * (Idempotency-Expires; on a replay Idempotent-Replayed and Idempotent-Original-Date).
  */
-export function sendIdempotentResult(reply: FastifyReply, result: IdempotentResult): void {
+export function sendIdempotentResult(reply: IdempotentHttpResponse, result: IdempotentResult): void {
   const { response } = result;
   reply.status(response.status);
   for (const name of REPLAYED_HEADERS) {

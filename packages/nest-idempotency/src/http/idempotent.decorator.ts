@@ -1,5 +1,5 @@
 import { SetMetadata, UseInterceptors, applyDecorators, createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import type { IdempotentHttpRequest } from './platform.js';
 import { IDEMPOTENT_ROUTE_METADATA, IdempotencyKeyInterceptor, keyedState, type IdempotencyKeyContext } from './idempotency.interceptor.js';
 import type { StoreDownPolicy } from '../store/mongo-errors.js';
 
@@ -42,7 +42,7 @@ export function Idempotent(options: IdempotentOptions) {
 
 /** The key context the @Idempotent interceptor validated for this request. */
 export const IdempotencyKey = createParamDecorator((_: unknown, context: ExecutionContext): IdempotencyKeyContext => {
-  const key = keyedState(context.switchToHttp().getRequest<FastifyRequest>()).idempotency;
+  const key = keyedState(context.switchToHttp().getRequest<IdempotentHttpRequest>()).idempotency;
   if (!key) throw new Error('@IdempotencyKey() used on a route without @Idempotent()');
   return key;
 });

@@ -4,7 +4,7 @@ import { canonicalJson, fingerprintRequest } from '../protocol/fingerprint.js';
 import { parseIdempotencyKey } from './key-header.js';
 import { IdempotencyKeyInvalidError, IdempotencyKeyMissingError } from '../errors.js';
 import { retryAfterSeconds } from '../protocol/timing.js';
-import { LEGACY_SCOPE_KEY, scopeKey } from '../protocol/ids.js';
+import { LEGACY_SCOPE_KEY, legacyScopeKeys, scopeKey } from '../protocol/ids.js';
 
 describe('parseIdempotencyKey', () => {
   it('accepts 1-255 printable ASCII characters', () => {
@@ -47,7 +47,20 @@ describe('scopeKey', () => {
 
   it('keeps client keys containing ":" unambiguous (the key comes last, other parts cannot contain ":")', () => {
     expect(scopeKey({ ...base, clientKey: 'a:b' })).toBe('acme:orders-service:orders.create:key:a:b');
-    expect(() => scopeKey({ ...base, tenant: 'ac:me' })).toThrow();
+    expect(() => scopeKey({ ...base, operation: 'orders:create' })).toThrow();
+  });
+
+  it('takes a tenant with ":" (a URN) by encoding its segment, never colliding with another tenant (SEC4-10)', () => {
+    expect(scopeKey({ ...base, tenant: 'org:42' })).toBe('org%3A42:orders-service:orders.create:key:k1');
+    const tenants = ['org:42', 'org%3A42', 'org%253A42', 'org', 'org:', '%'];
+    expect(new Set(tenants.map((tenant) => scopeKey({ ...base, tenant }))).size).toBe(tenants.length);
+    expect(scopeKey(base)).toBe('acme:orders-service:orders.create:key:k1');
+  });
+
+  it("never looks a ':' tenant up under a raw legacy id another tenant's record may hold", () => {
+    expect(scopeKey({ ...base, tenant: 'a%b' })).toBe('a%25b:orders-service:orders.create:key:k1');
+    expect(legacyScopeKeys({ ...base, tenant: 'org:42' }, 2)).toEqual([]);
+    expect(legacyScopeKeys(base, 1)).toEqual(['acme:orders-service:orders.create:v1:k1']);
   });
 
   it('never builds an id of the earlier versioned format, whatever the client key', () => {

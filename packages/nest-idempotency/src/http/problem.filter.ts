@@ -1,6 +1,6 @@
 import { Catch, type ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import type { FastifyReply } from 'fastify';
+import type { IdempotentHttpResponse } from './platform.js';
 import { IdempotencyError } from '../errors.js';
 import { problem, PROBLEM_CONTENT_TYPE, retryAfterHeader, type Problem } from '../problem.js';
 import { isStoreUnavailable } from '../store/mongo-errors.js';
@@ -35,7 +35,11 @@ export class IdempotencyProblemFilter extends BaseExceptionFilter {
   override catch(error: unknown, host: ArgumentsHost): void {
     const answer = idempotencyProblem(error);
     if (!answer || host.getType() !== 'http') return super.catch(error, host);
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
-    reply.status(answer.problem.status).header('content-type', PROBLEM_CONTENT_TYPE).headers(answer.headers).send(answer.problem);
+    const reply = host.switchToHttp().getResponse<IdempotentHttpResponse>();
+    reply.status(answer.problem.status);
+    reply.header('content-type', PROBLEM_CONTENT_TYPE);
+    for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
+    // A string, not an object: Express would serialize an object as application/json over our content type.
+    reply.send(JSON.stringify(answer.problem));
   }
 }

@@ -22,6 +22,13 @@ describe('fingerprint v2: RFC 8785 (JSON Canonicalization Scheme)', () => {
     expect(fingerprint).toMatchObject({ algorithm: 'sha256-jcs-v2', value: sha256(jcs) });
   });
 
+  it('binds a key to its route and method: the same body on another route or with another method is another request', () => {
+    const base = fingerprintRequest('POST', '/v1/orders/ord_1/refunds', body);
+    expect(sameFingerprint(storedFingerprint(base), fingerprintRequest('POST', '/v1/orders/ord_1/refunds', body))).toBe(true);
+    expect(sameFingerprint(storedFingerprint(base), fingerprintRequest('POST', '/v1/orders/ord_2/refunds', body))).toBe(false);
+    expect(sameFingerprint(storedFingerprint(base), fingerprintRequest('PUT', '/v1/orders/ord_1/refunds', body))).toBe(false);
+  });
+
   it('stores only algorithm and value', () => {
     expect(storedFingerprint(fingerprintRequest('POST', '/v1/orders', body))).toEqual({
       algorithm: 'sha256-jcs-v2',
@@ -71,5 +78,38 @@ describe('a body the canonical form cannot hold', () => {
   it('is a 400 domain error, never a plain Error (a 500)', () => {
     expect(() => fingerprintRequest('POST', '/v1/orders', { n: Infinity })).toThrow(BodyNotCanonicalError);
     expect(() => fingerprintRequest('POST', '/v1/orders', { s: '\ud800' })).toThrow(BodyNotCanonicalError);
+  });
+});
+
+describe('fingerprint v3: the resource a route with parameters names (issue 34)', () => {
+  const capture = (id: string) => fingerprintRequest('POST', { route: '/payments/:id/capture', params: { id } }, { amountMinor: 100 });
+
+  it('binds the key to the resolved parameters: another payment is another request', () => {
+    expect(capture('pay_A')).toMatchObject({ algorithm: 'sha256-jcs-v3' });
+    expect(sameFingerprint(storedFingerprint(capture('pay_A')), capture('pay_A'))).toBe(true);
+    expect(sameFingerprint(storedFingerprint(capture('pay_A')), capture('pay_B'))).toBe(false);
+  });
+
+  it('hashes the RFC 8785 form of method, route, params and body', () => {
+    const jcs = '{"body":{"amountMinor":100},"method":"POST","params":{"id":"pay_A"},"route":"/payments/:id/capture"}';
+    expect(capture('pay_A').value).toBe(sha256(jcs));
+  });
+
+  it('stores a route without parameters under v2, byte for byte as before (its records and goldens unchanged)', () => {
+    expect(fingerprintRequest('POST', { route: '/v1/orders', params: {} }, body)).toMatchObject(
+      storedFingerprint(fingerprintRequest('POST', '/v1/orders', body)),
+    );
+  });
+
+  it('a v2 record stored before v3 still matches its own request (template and body), as the migration promises', () => {
+    const v2 = { algorithm: 'sha256-jcs-v2', value: fingerprintRequest('POST', '/payments/:id/capture', { amountMinor: 100 }).value };
+    expect(sameFingerprint(v2, capture('pay_A'))).toBe(true);
+    expect(
+      sameFingerprint(v2, fingerprintRequest('POST', { route: '/payments/:id/capture', params: { id: 'x' } }, { amountMinor: 5 })),
+    ).toBe(false);
+  });
+
+  it('a v2 request never claims to match a v3 record', () => {
+    expect(fingerprintRequest('POST', '/v1/orders', body).under('sha256-jcs-v3')).toBeNull();
   });
 });

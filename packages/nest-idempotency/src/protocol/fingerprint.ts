@@ -2,8 +2,23 @@ import canonicalize from 'canonicalize';
 import { createHash, createHmac } from 'node:crypto';
 import { IdempotencyError } from '../errors.js';
 
-/** SHA-256 over the RFC 8785 JSON Canonicalization Scheme: the standard canonical form, by a kept library. */
-export const FINGERPRINT_ALGORITHM = 'sha256-jcs-v2';
+/**
+ * SHA-256 over the RFC 8785 JSON Canonicalization Scheme of `{method, route, body}`:
+ * the standard canonical form, by a kept library. The route is the template
+ * (`/payments/:id/capture`), so on a route with parameters it does not name
+ * the resource: v3 adds them. A request to a route without parameters is
+ * still stored under v2 (its v3 form would be the same bytes).
+ */
+export const FINGERPRINT_ALGORITHM_V2 = 'sha256-jcs-v2';
+/**
+ * v2 plus the route's resolved parameters (`{method, route, params, body}`):
+ * the key is bound to the resource, so a key reused on another payment is
+ * 422, never that payment's replay. Records stored under v2 before it keep
+ * matching their own requests (the template and body) until they expire.
+ */
+export const FINGERPRINT_ALGORITHM_V3 = 'sha256-jcs-v3';
+/** The algorithm of a request to a route with parameters; one without is stored under v2 (see FINGERPRINT_ALGORITHM_V2). */
+export const FINGERPRINT_ALGORITHM = FINGERPRINT_ALGORITHM_V3;
 /** The hand-written canonical JSON of earlier releases: records stored under it are verified until they expire. */
 export const LEGACY_FINGERPRINT_ALGORITHM = 'sha256-cjson-v1';
 
@@ -54,26 +69,45 @@ export function canonicalJson(value: unknown): string {
   return `{${members.join(',')}}`;
 }
 
+/** The resource a request names: its route template and the parameters the router resolved in it. */
+export interface RequestResource {
+  route: string;
+  /** The path parameters (`{ id: 'pay_123' }`); none for a route without any, or a caller without HTTP. */
+  params?: Readonly<Record<string, string>>;
+}
+
 /**
- * SHA-256 over method, route and the body, so a key is bound to one request.
- * With the deployment's digest key it also matches the erased forms an
- * erasure leaves (erasedFingerprint); without it, never.
+ * SHA-256 over method, resource and the body, so a key is bound to one
+ * request on one resource. With the deployment's digest key it also
+ * matches the erased forms an erasure leaves (erasedFingerprint); without
+ * it, never.
  */
-export function fingerprintRequest(method: string, route: string, body: unknown, digestKey?: Buffer): RequestFingerprint {
-  const request = { method: method.toUpperCase(), route, body };
-  const value = sha256(canonicalForm(request));
+export function fingerprintRequest(
+  method: string,
+  resource: string | RequestResource,
+  body: unknown,
+  digestKey?: Buffer,
+): RequestFingerprint {
+  const { route, params } = typeof resource === 'string' ? { route: resource, params: undefined } : resource;
+  const v2Form = { method: method.toUpperCase(), route, body };
+  const hasParams = params !== undefined && Object.keys(params).length > 0;
+  const algorithm = hasParams ? FINGERPRINT_ALGORITHM_V3 : FINGERPRINT_ALGORITHM_V2;
+  const value = sha256(canonicalForm(hasParams ? { ...v2Form, params: { ...params } } : v2Form));
+  let v2: string | undefined;
   let legacy: string | undefined;
-  // Lazy: every request would otherwise pay a second canonical form and hash for the rare v1 record.
-  const plain = (algorithm: string): string | null => {
-    if (algorithm === FINGERPRINT_ALGORITHM) return value;
-    return algorithm === LEGACY_FINGERPRINT_ALGORITHM ? (legacy ??= sha256(canonicalJson(request))) : null;
+  // Lazy: every request would otherwise pay a second canonical form and hash for the rare older record.
+  const plain = (form: string): string | null => {
+    if (form === algorithm) return value;
+    // Records of a route without parameters are v2; a v3 form of such a request does not exist.
+    if (form === FINGERPRINT_ALGORITHM_V2) return (v2 ??= sha256(canonicalForm(v2Form)));
+    return form === LEGACY_FINGERPRINT_ALGORITHM ? (legacy ??= sha256(canonicalJson(v2Form))) : null;
   };
   return {
-    algorithm: FINGERPRINT_ALGORITHM,
+    algorithm,
     value,
-    under: (algorithm) => {
-      if (!algorithm.startsWith(ERASED_PREFIX)) return plain(algorithm);
-      const inner = algorithm.slice(ERASED_PREFIX.length);
+    under: (form) => {
+      if (!form.startsWith(ERASED_PREFIX)) return plain(form);
+      const inner = form.slice(ERASED_PREFIX.length);
       const innerValue = digestKey ? plain(inner) : null;
       return innerValue === null ? null : keyedValue(digestKey!, { algorithm: inner, value: innerValue });
     },
@@ -131,7 +165,7 @@ export function matchesAnyBody(fingerprint: Fingerprint): boolean {
 /** Every stored form this request may be found under: each algorithm, plain and erased (tombstone ids). */
 export function storedForms(request: RequestFingerprint): Fingerprint[] {
   const forms: Fingerprint[] = [];
-  for (const algorithm of [FINGERPRINT_ALGORITHM, LEGACY_FINGERPRINT_ALGORITHM]) {
+  for (const algorithm of [FINGERPRINT_ALGORITHM_V3, FINGERPRINT_ALGORITHM_V2, LEGACY_FINGERPRINT_ALGORITHM]) {
     for (const form of [algorithm, `${ERASED_PREFIX}${algorithm}`]) {
       const value = request.under(form);
       if (value !== null) forms.push({ algorithm: form, value });

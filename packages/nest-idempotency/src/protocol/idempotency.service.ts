@@ -6,8 +6,7 @@ import { TransactionRunner } from '../store/transaction-runner.js';
 import { IdempotencyMetrics } from '../ports.js';
 import { deriveClaimId } from './ids.js';
 import { fingerprintRequest, matchesAnyBody } from './fingerprint.js';
-import type { IdempotencyKeyContext } from '../http/idempotency.interceptor.js';
-import type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
+import type { IdempotencyKeyContext, IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
 import {
   AttemptAbandonedError,
   DuplicateClaimError,
@@ -80,7 +79,7 @@ export class IdempotencyService {
       clientKey: key.clientKey,
       schemaVersion: key.schemaVersion,
       ttlSeconds: key.ttlSeconds ?? this.config.ttlSeconds,
-      fingerprint: fingerprintRequest(key.method, key.route, body, this.config.digestKey),
+      fingerprint: fingerprintRequest(key.method, { route: key.route, params: key.params }, body, this.config.digestKey),
       subject,
       onStoreDown: key.onStoreDown ?? 'closed',
       receivedAt: this.clock.now(),
@@ -102,7 +101,7 @@ export class IdempotencyService {
   async lookUpEarly(key: IdempotencyKeyContext, tenant: string, body: unknown): Promise<EarlyLookup> {
     if (this.config.bypass) return { replay: null };
     const scope = { tenant, operation: key.operation, clientKey: key.clientKey, schemaVersion: key.schemaVersion };
-    const fingerprint = fingerprintRequest(key.method, key.route, body, this.config.digestKey);
+    const fingerprint = fingerprintRequest(key.method, { route: key.route, params: key.params }, body, this.config.digestKey);
     const recordId = this.recordIdFor(scope);
     // The optional Redis fast path first: a replay it holds costs no MongoDB read.
     const cached = await this.fastPath.replayEarly(recordId, fingerprint);

@@ -16,17 +16,29 @@ export interface KeyScope {
  * second insert fails (E11000) instead of creating a second record. The
  * schema version is a field of the record and of its stored response.
  *
- * Tenant, service and operation never contain ':' (validated at config and
- * declaration) and the client key comes last, so two scopes never build one
- * string. The fourth segment is the literal `key`: ids of earlier releases
- * had `v{N}` there (see LEGACY_SCOPE_KEY), so the two formats never collide
- * either, even for a client key such as `v1:abc`.
+ * Service and operation never contain ':' (validated at config and
+ * declaration); the tenant is the app's (a URN such as `org:42` is a fine
+ * tenant id), so its segment is percent-encoded (tenantSegment). The client
+ * key comes last, so two scopes never build one string. The fourth segment
+ * is the literal `key`: ids of earlier releases had `v{N}` there (see
+ * LEGACY_SCOPE_KEY), so the two formats never collide either, even for a
+ * client key such as `v1:abc`.
  */
 export function scopeKey(scope: KeyScope): string {
-  for (const part of [scope.tenant, scope.service, scope.operation]) {
+  if (scope.tenant.length === 0) throw new Error('Invalid scope: an empty tenant');
+  for (const part of [scope.service, scope.operation]) {
     if (part.length === 0 || part.includes(':')) throw new Error(`Invalid scope part "${part}"`);
   }
-  return `${scope.tenant}:${scope.service}:${scope.operation}:key:${scope.clientKey}`;
+  return `${tenantSegment(scope.tenant)}:${scope.service}:${scope.operation}:key:${scope.clientKey}`;
+}
+
+/**
+ * The tenant as an id segment: `%` and `:` percent-encoded, so it holds no
+ * separator and two tenants never share a segment. A tenant without either
+ * (every tenant earlier releases accepted, bar one with `%`) keeps its id.
+ */
+export function tenantSegment(tenant: string): string {
+  return tenant.replace(/[%:]/g, (char) => (char === '%' ? '%25' : '%3A'));
 }
 
 /**
@@ -41,9 +53,12 @@ export const LEGACY_SCOPE_KEY = /^[^:]+:[^:]+:[^:]+:v\d+:/;
  * Every id an earlier release may have given this key's record: one per
  * response schema version up to the route's current one (versions only go
  * up), so the owner look-up stays a read by _id. The parts are those of
- * scopeKey(scope), already checked there.
+ * scopeKey(scope); a tenant with `:` had none (it was refused). A tenant
+ * with `%` had its raw id before segments were encoded: not looked up, since
+ * that raw id is also a `:` tenant's id now (README, Upgrading).
  */
 export function legacyScopeKeys(scope: KeyScope, upToVersion: number): string[] {
+  if (scope.tenant.includes(':')) return [];
   return Array.from(
     { length: upToVersion },
     (_, index) => `${scope.tenant}:${scope.service}:${scope.operation}:v${index + 1}:${scope.clientKey}`,

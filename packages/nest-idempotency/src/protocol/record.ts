@@ -189,3 +189,13 @@ export function decide(record: IdempotencyRecord, fingerprint: Fingerprint, now:
 export function isCanceled(record: Pick<IdempotencyRecord, 'status' | 'cancellation'>): boolean {
   return record.status === 'canceled' || !!record.cancellation;
 }
+
+/**
+ * A record an erasure changed: its cached answers must leave Redis until it
+ * expires. Here, not in recovery/, so fast-path/ (which forgets them) and
+ * recovery/ (which erases) both depend on protocol/, not on each other.
+ */
+export interface ErasedRecord {
+  recordId: string;
+  expiresAt: Date;
+}

@@ -4,6 +4,34 @@ import type { IdempotencyRecord, IdempotentResponse, Lease } from './record.js';
 import type { StoreDownPolicy } from '../store/mongo-errors.js';
 import type { DuplicateIntent } from './duplicate-guard.js';
 
+/**
+ * What a keyed handler receives: the validated client key and the route's
+ * declaration. The protocol's input, whoever builds it (the HTTP interceptor,
+ * or a caller without HTTP), so it lives here and http/ depends on protocol/,
+ * never the reverse.
+ */
+export interface IdempotencyKeyContext {
+  clientKey: string;
+  operation: string;
+  ttlSeconds?: number;
+  schemaVersion: number;
+  onStoreDown?: StoreDownPolicy;
+  method: string;
+  /** The route's template (`/payments/:id/capture`), or any stable name of the operation's entry for a caller without HTTP. */
+  route: string;
+  /**
+   * The path parameters the router resolved (`{ id: 'pay_123' }`): with the
+   * template they name the resource, and both are in the fingerprint, so a
+   * key reused on another resource is 422. A caller without HTTP that shares
+   * a route's key space passes the same parameters.
+   */
+  params?: Readonly<Record<string, string>>;
+  /** Set by the interceptor: the key's record, read once before validation (IdempotencyService.lookUpEarly). */
+  prefetched?: PrefetchedOwner;
+  /** `@Idempotent({ duplicateGuard: true })` routes only: the request's Idempotency-Intent. */
+  duplicateGuard?: DuplicateIntent;
+}
+
 export interface IdempotentRequest {
   tenant: string;
   operation: string;

@@ -9,13 +9,10 @@ import { erasedFingerprint } from '../protocol/fingerprint.js';
 import { SubjectDigests } from '../protocol/ids.js';
 import { SubjectLockRepository } from '../store/subject-lock.repository.js';
 import { erasedTombstone } from '../protocol/tombstones.js';
+import type { ErasedRecord } from '../protocol/record.js';
 import { TombstoneRepository } from '../store/tombstone.repository.js';
 
-/** A record an erasure changed: its cached answers must leave Redis until it expires. */
-export interface ErasedRecord {
-  recordId: string;
-  expiresAt: Date;
-}
+export type { ErasedRecord };
 
 /** The idempotency side of a data subject's erasure. */
 @Injectable()

@@ -41,12 +41,19 @@ export class SubjectLockRepository {
     return stripe?.erasedAt ?? null;
   }
 
-  /** An erasure's write: every stripe of every digest form of the subject, in one round trip. */
+  /**
+   * An erasure's write: every stripe of the subject, in one round trip. Only
+   * the first form (the keyed digest, what claims write now) is created; the
+   * others (the previous release's unkeyed digest, meant for matching) are
+   * updated only where a claim of that release already wrote them - creating
+   * them wrote a dictionary-recoverable digest of the erased customer next to
+   * the erasure's time (security review 3, SEC4-01).
+   */
   async touchForErasure(session: ClientSession, subjects: string[], now: Date, keepUntil: Date): Promise<void> {
     const update = { $set: { updatedAt: now, erasedAt: now, expiresAt: keepUntil } };
-    const stripes = subjects.flatMap((subject) =>
+    const stripes = subjects.flatMap((subject, form) =>
       Array.from({ length: SUBJECT_LOCK_STRIPES }, (_, stripe) => ({
-        updateOne: { filter: { _id: stripeId(subject, stripe) }, update, upsert: true },
+        updateOne: { filter: { _id: stripeId(subject, stripe) }, update, upsert: form === 0 },
       })),
     );
     await this.locks.bulkWrite(stripes, { session, ordered: true });

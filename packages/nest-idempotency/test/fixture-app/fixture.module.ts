@@ -1,7 +1,6 @@
 import { BadRequestException, Body, Controller, Headers, Module, Param, Post, Put, Res } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { InjectConnection } from '@nestjs/mongoose';
-import type { FastifyReply } from 'fastify';
 import type { Connection } from 'mongoose';
 import {
   IdempotencyAttempts,
@@ -14,6 +13,7 @@ import {
   type IdempotencyKeyContext,
   type IdempotentResponse,
   type IdempotentWork,
+  type IdempotentHttpResponse,
 } from '../../src/index.js';
 
 /**
@@ -47,7 +47,7 @@ class WidgetsController {
     @Headers('x-tenant') tenant: string,
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Body() body: WidgetBody,
-    @Res() reply: FastifyReply,
+    @Res() reply: IdempotentHttpResponse,
   ): Promise<void> {
     if (typeof body?.size !== 'string' || !['S', 'M', 'L'].includes(body.size)) throw new BadRequestException('size must be S, M or L');
     const request = this.idempotency.requestFor(key, tenant, body);
@@ -61,9 +61,45 @@ class WidgetsController {
     @Headers('x-tenant') tenant: string,
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Body() body: WidgetBody,
-    @Res() reply: FastifyReply,
+    @Res() reply: IdempotentHttpResponse,
   ): Promise<void> {
     return this.create(tenant, key, body, reply);
+  }
+
+  /**
+   * A keyed action on one widget: its id is only in the path. The key is bound
+   * to the resource (the route's parameters are in the fingerprint), so the
+   * same key and body on another widget is 422, never this widget's answer.
+   */
+  @Post(':id/ship')
+  @Idempotent({ operation: 'widgets.ship' })
+  async ship(
+    @Headers('x-tenant') tenant: string,
+    @IdempotencyKey() key: IdempotencyKeyContext,
+    @Param('id') id: string,
+    @Body() body: { carrier?: string },
+    @Res() reply: IdempotentHttpResponse,
+  ): Promise<void> {
+    const shipments = this.connection.collection('shipments');
+    const work: IdempotentWork = {
+      begin: async (session, lease) => {
+        await shipments.insertOne(
+          { _id: `shp_${lease.claimId}` as never, tenant, widget: id, carrier: body?.carrier ?? null },
+          { session },
+        );
+      },
+      resume: (lease) =>
+        this.transactions.run(async (session) => {
+          const response: IdempotentResponse = {
+            status: 200,
+            headers: { 'content-type': 'application/json; charset=utf-8' },
+            body: JSON.stringify({ widget: id, shipment: `shp_${lease.claimId}` }),
+          };
+          await this.attempts.complete(session, lease, 'shipped', response);
+          return response;
+        }),
+    };
+    sendIdempotentResult(reply, await this.idempotency.execute(this.idempotency.requestFor(key, tenant, body ?? {}), work));
   }
 
   private work(tenant: string, body: WidgetBody): IdempotentWork {
@@ -105,7 +141,7 @@ class SettingsController {
     @IdempotencyKey() key: IdempotencyKeyContext,
     @Param('name') name: string,
     @Body() body: { value: string },
-    @Res() reply: FastifyReply,
+    @Res() reply: IdempotentHttpResponse,
   ): Promise<void> {
     if (typeof body?.value !== 'string') throw new BadRequestException('value must be a string');
     const request = this.idempotency.requestFor(key, tenant, { name, ...body });

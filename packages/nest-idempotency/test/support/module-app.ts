@@ -1,7 +1,9 @@
+import type { Server } from 'node:http';
 import { Test } from '@nestjs/testing';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { ExpressAdapter } from '@nestjs/platform-express';
 import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
-import type { DynamicModule, Provider, Type } from '@nestjs/common';
+import type { DynamicModule, INestApplication, Provider, Type } from '@nestjs/common';
 import type { Connection } from 'mongoose';
 import type { Db } from 'mongodb';
 import request from 'supertest';
@@ -22,8 +24,15 @@ export const TEST_OPTIONS: IdempotencyModuleOptions = {
   reaper: { enabled: false },
 };
 
+/**
+ * The package's HTTP tests run once per adapter Nest ships (as @nestjs/throttler's
+ * do): Express, Nest's default, and Fastify. `describe.each(ADAPTERS)` and pass the name on.
+ */
+export const ADAPTERS = ['express', 'fastify'] as const;
+export type AdapterName = (typeof ADAPTERS)[number];
+
 export interface ModuleApp {
-  app: NestFastifyApplication;
+  app: INestApplication;
   db: Db;
   http: () => ReturnType<typeof request>;
   close(): Promise<void>;
@@ -31,6 +40,8 @@ export interface ModuleApp {
 
 export interface ModuleAppOptions {
   dbName: string;
+  /** Default fastify (tests of the protocol alone); every HTTP test runs on both. */
+  adapter?: AdapterName;
   options?: Partial<IdempotencyModuleOptions>;
   extras?: IdempotencyModuleExtras;
   /** Registers the package this way instead of forRoot(TEST_OPTIONS + options + extras), e.g. forRootAsync. */
@@ -66,9 +77,10 @@ export async function startModuleApp(config: ModuleAppOptions): Promise<ModuleAp
     controllers: config.controllers ?? [],
     providers: config.providers ?? [],
   }).compile();
-  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  const adapter = config.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter();
+  const app = moduleRef.createNestApplication<INestApplication>(adapter, { logger: false });
   await app.init();
-  await app.getHttpAdapter().getInstance().ready();
+  if (adapter instanceof FastifyAdapter) await adapter.getInstance().ready();
   const db = app.get<Connection>(getConnectionToken()).db as unknown as Db;
-  return { app, db, http: () => request(app.getHttpServer()), close: () => app.close() };
+  return { app, db, http: () => request(app.getHttpServer() as Server), close: () => app.close() };
 }

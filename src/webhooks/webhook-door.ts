@@ -1,0 +1,110 @@
+import { Logger } from '@nestjs/common';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { toProblemResponse, sendProblem } from '../common/problem-details.filter.js';
+import { DomainError } from '../common/domain-error.js';
+import type { WebhooksConfig } from '../config/config.tokens.js';
+import { isSignedRawBodyRoute } from '../http/signed-raw-body.js';
+import type { MetricsService } from '../metrics/metrics.service.js';
+import { WebhookVerifier } from './webhook-verifier.js';
+import { WebhookPayloadTooLargeError, WebhookSourceRateLimitedError } from './webhooks.errors.js';
+
+export const WEBHOOK_REFUSAL_WINDOW_MS = 60_000;
+/** Sources tracked at once; past it the new ones share one budget (a spoofed-source flood cannot grow memory). */
+const MAX_SOURCES = 10_000;
+const SHARED = '*';
+
+/**
+ * Refused webhook deliveries per source (request.ip: the socket's address,
+ * or the balancer's X-Forwarded-For only when TRUST_PROXY names it), in a
+ * fixed window. Only refusals count: a provider's valid deliveries are never
+ * throttled, whatever their rate; a source that keeps sending what fails is
+ * refused before anything of its request is read.
+ */
+export class WebhookRefusals {
+  private readonly counts = new Map<string, number>();
+  private windowStart: number;
+
+  /** `limit`: WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE; 0 = no limit. */
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs = WEBHOOK_REFUSAL_WINDOW_MS,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.windowStart = now();
+  }
+
+  /** Seconds until this source may try again, or 0. */
+  blockedFor(source: string): number {
+    if (this.limit === 0) return 0;
+    this.roll();
+    const count = this.counts.get(this.counts.has(source) || this.counts.size < MAX_SOURCES ? source : SHARED) ?? 0;
+    return count >= this.limit ? Math.max(1, Math.ceil((this.windowStart + this.windowMs - this.now()) / 1000)) : 0;
+  }
+
+  refused(source: string): void {
+    if (this.limit === 0) return;
+    this.roll();
+    const key = this.counts.has(source) || this.counts.size < MAX_SOURCES ? source : SHARED;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+
+  private roll(): void {
+    if (this.now() - this.windowStart < this.windowMs) return;
+    this.counts.clear();
+    this.windowStart = this.now();
+  }
+}
+
+/**
+ * The provider's door, before the body is read (security review 3,
+ * SEC4-04): a stranger's delivery used to be refused only after its whole
+ * body had arrived and been hashed once per secret, and one with headers
+ * only held its socket until the request timeout. Here, on the headers: a
+ * source over its refusal budget (429), a declared body over
+ * WEBHOOK_BODY_LIMIT_BYTES (413), and missing, malformed or repeated
+ * webhook headers or a timestamp outside the tolerance (401/400) - each
+ * answered at once, with `Connection: close` so the body is never waited
+ * for. What passes still has its signature checked over the body by the
+ * handler, which reports its own refusals to the same budget.
+ */
+export function guardWebhookDoor(
+  fastify: FastifyInstance,
+  config: WebhooksConfig,
+  metrics: MetricsService,
+  refusals: WebhookRefusals,
+): void {
+  const verifier = new WebhookVerifier(config.secrets, config.toleranceSeconds);
+  const logger = new Logger('ProblemDetails');
+  fastify.addHook('onRequest', (request, reply, done) => {
+    // Not JSON: Fastify answers 415 before reading the body (its content-type check), as for every route.
+    if (!isSignedRawBodyRoute(request) || !isJson(request.headers['content-type'])) return done();
+    const source = sourceOf(request);
+    let refusal: DomainError | undefined;
+    const retryAfter = refusals.blockedFor(source);
+    if (retryAfter > 0) {
+      refusal = new WebhookSourceRateLimitedError(retryAfter);
+    } else if (Number(request.headers['content-length'] ?? 0) > config.bodyLimitBytes) {
+      refusal = new WebhookPayloadTooLargeError(config.bodyLimitBytes);
+    } else {
+      try {
+        verifier.checkHeaders(request.raw.headersDistinct);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        refusal = error;
+      }
+    }
+    if (!refusal) return done();
+    if (!(refusal instanceof WebhookSourceRateLimitedError)) refusals.refused(source);
+    metrics.webhookRefused.inc({ code: refusal.code });
+    reply.header('connection', 'close');
+    sendProblem(reply, toProblemResponse(refusal, logger));
+  });
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType);
+}
+
+export function sourceOf(request: FastifyRequest): string {
+  return request.ip ?? 'unknown';
+}

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, beforeEach, describe, it } from '@jest/globals';
+import fc from 'fast-check';
+import { AdvanceClockCommand, CrashCommand, EraseCommand, Model, ReaperCommand, SendCommand, settle } from '../model/protocol-model.js';
+import { SETTINGS, ProtocolSystem } from '../model/system.js';
+
+/** Counterexamples the model-based run found and shrank, kept as plain regression tests. */
+describe('model-based regressions', () => {
+  let system: ProtocolSystem;
+  beforeAll(async () => {
+    system = await ProtocolSystem.start('test_model_regressions');
+  });
+  beforeEach(async () => system.reset());
+  afterAll(async () => system.close());
+
+  const run = async (commands: fc.AsyncCommand<Model, ProtocolSystem>[]) => {
+    const model = new Model();
+    await fc.asyncModelRun(() => ({ model, real: system }), commands);
+    await settle(model, system);
+  };
+
+  // The model's own accounting: a crash armed on the other instance does not fire in this one's reaper.
+  it('a zombie held after the charge, its record completed by the reaper past retention, then resumed', async () => {
+    await run([
+      new SendCommand(0, 'k-a', 0, 'after'),
+      new CrashCommand(1, 'after-charged'),
+      new AdvanceClockCommand(SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1),
+      new ReaperCommand(0),
+    ]);
+  });
+
+  // Found by soaks: the customer was erased while their request waited at the provider; the reaper
+  // abandoned the attempt; the request, resumed, started a new attempt with the erased id - at once,
+  // or once the abandoned record had passed its retention.
+  const PAST_LEASE = SETTINGS.leaseMs + 1;
+  const PAST_RETENTION = SETTINGS.ttlSeconds * 1000 + SETTINGS.leaseMs + 1;
+  it.each([
+    ['declined card, past the lease', 2, PAST_LEASE, 0],
+    ['good card, past retention', 0, PAST_RETENTION, 0],
+    ['declined card, the abandoned record past its retention', 2, PAST_RETENTION, PAST_RETENTION],
+    ['good card, the abandoned record past its retention', 0, PAST_LEASE, PAST_RETENTION],
+  ])('an erasure while the request waits at the provider, then the reaper abandons it (%s)', async (_, variant, before, after) => {
+    await run([
+      new SendCommand(0, 'k-a', variant, 'before'),
+      new AdvanceClockCommand(before),
+      new EraseCommand(variant === 2 ? 1 : 0),
+      new ReaperCommand(0),
+      ...(after > 0 ? [new AdvanceClockCommand(after)] : []),
+    ]);
+  });
+
+  // Found by CI (the planted-defect run, any gateway): a retry after the erasure took over the erased
+  // attempt and was answered with the pseudonymized order. Its late retry past retention must not run
+  // again (issue 21: the erased answer leaves a privacy-safe tombstone, so 409 and no second charge).
+  it('a retry after the erasure finishes the erased attempt; past retention its late retry is refused', async () => {
+    await run([
+      new SendCommand(0, 'k-a', 0, 'before'),
+      new AdvanceClockCommand(PAST_LEASE),
+      new EraseCommand(0),
+      new SendCommand(0, 'k-a', 0, 'none'),
+      new AdvanceClockCommand(PAST_RETENTION),
+      new SendCommand(0, 'k-a', 0, 'none'),
+    ]);
+  });
+
+  // Found by CI (test:conflicts, seed 590374206): a request held at the provider when its customer
+  // was erased, in the same millisecond as its arrival. Its attempt was taken over and finished; once
+  // that record passed retention, the held request went round again and claimed the key afresh with
+  // the erased customer id, because a tie between arrival and erasure counted as "after the erasure".
+  it("a request that arrived in the same millisecond as its customer's erasure never claims after it", async () => {
+    await run([
+      new SendCommand(1, 'k-b', 0, 'after'),
+      new CrashCommand(1, 'before-response'),
+      new EraseCommand(0, { sameMillisecond: true }),
+      new AdvanceClockCommand(PAST_RETENTION),
+      new SendCommand(1, 'k-b', 3, 'none'),
+      new AdvanceClockCommand(PAST_RETENTION),
+    ]);
+  });
+
+  // Tombstones (README): the model refuses a late retry of an answered body that runs again, accepts
+  // a new request from another body, and keeps refusing the same body after its customer's erasure
+  // (issue 21: a privacy-safe tombstone stays; the late retry gets 409 and charges nothing).
+  it.each([
+    [
+      'the same body is answered 409 from its tombstone',
+      [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(1, 'k-a', 0, 'none')],
+    ],
+    [
+      'another body is a new request',
+      [new SendCommand(0, 'k-a', 0, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(1, 'k-a', 1, 'none')],
+    ],
+    [
+      'a declined body is answered 409 too',
+      [new SendCommand(0, 'k-a', 2, 'none'), new AdvanceClockCommand(PAST_RETENTION), new SendCommand(0, 'k-a', 2, 'none')],
+    ],
+    [
+      'after the erasure the same body is still refused',
+      [
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new EraseCommand(0),
+        new SendCommand(0, 'k-a', 0, 'none'),
+      ],
+    ],
+    [
+      'erased within retention, then past it, the same body is still refused',
+      [
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new EraseCommand(0),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new SendCommand(0, 'k-a', 0, 'none'),
+      ],
+    ],
+    [
+      'once the tombstone itself expired, the same body is a new request',
+      [
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(PAST_RETENTION),
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(SETTINGS.tombstoneSeconds * 1000),
+        new SendCommand(0, 'k-a', 0, 'none'),
+      ],
+    ],
+  ])('a late retry past retention: %s', async (_, commands) => {
+    await run(commands);
+  });
+
+  // Issue 21 (M2): a record erased while in flight keeps a keyed fingerprint. Another body is still 422,
+  // and only the same request takes the dead worker's attempt over, once its lease expired.
+  it('erased in flight: another body gets 422, the same body resumes the attempt after the lease', async () => {
+    await run([
+      new CrashCommand(0, 'after-claim'),
+      new SendCommand(0, 'k-a', 0, 'none'),
+      new EraseCommand(0),
+      new SendCommand(1, 'k-a', 3, 'none'),
+      new SendCommand(1, 'k-a', 0, 'none'),
+      new AdvanceClockCommand(PAST_LEASE),
+      new SendCommand(1, 'k-a', 3, 'none'),
+      new SendCommand(1, 'k-a', 0, 'none'),
+    ]);
+  });
+
+  // A dead worker's lease is honoured until it expires (audit F8): 409 in use, then the takeover resumes it.
+  it.each(['after-claim', 'after-charge', 'after-charged'] as const)(
+    'a worker dead at %s: 409 until its lease expires, then resumed',
+    async (point) => {
+      await run([
+        new CrashCommand(0, point),
+        new SendCommand(0, 'k-a', 0, 'none'),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(SETTINGS.leaseMs - 1),
+        new SendCommand(1, 'k-a', 0, 'none'),
+        new AdvanceClockCommand(1),
+        new SendCommand(1, 'k-a', 0, 'none'),
+      ]);
+    },
+  );
+});
