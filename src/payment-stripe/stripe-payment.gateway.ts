@@ -5,6 +5,7 @@ import {
   PaymentGateway,
   PaymentProviderUnavailableError,
   type AsyncChargeResult,
+  type AsyncPaymentMethod,
   type Authorization,
   type AuthorizeResult,
   type CaptureRequest,
@@ -144,8 +145,8 @@ export class StripePaymentGateway extends PaymentGateway {
       case 'canceled':
         return outcome;
       default:
-        // Still processing and Stripe would not cancel it: nothing to conclude yet - ask again later.
-        throw new PaymentProviderUnavailableError(this.settings.retryAfterSeconds);
+        // Still processing and Stripe would not cancel it: money may still arrive - the order keeps waiting, under its method's bound.
+        return { outcome: 'still_processing', method: asyncMethodOf(current) };
     }
   }
 
@@ -462,6 +463,12 @@ export class StripePaymentGateway extends PaymentGateway {
 
 /** Stripe's 400 idempotency_error, when the caller asked for it as an answer (cancelAtStripe). */
 const IDEMPOTENCY_ERROR = Symbol('idempotency_error');
+
+/** Cards settle in minutes; every other asynchronous method Stripe offers here (debits, transfers) takes days: the bank-transfer bound. */
+function asyncMethodOf(intent: Intent): AsyncPaymentMethod {
+  const type = intent.payment_method_types?.[0] ?? 'card';
+  return type === 'card' ? 'card' : 'bank_transfer';
+}
 
 function isTransient(error: Stripe.errors.StripeError): boolean {
   if (error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeRateLimitError) return true;

@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { SettlementReconciliation } from '../src/reconciliation/settlement-reconciliation.service.js';
-import { exportBooks } from './support/stripe-fake/provider-books.js';
-import { StripeFake } from './support/stripe-fake/stripe-fake.js';
+import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
+import { exportBooks } from '../support/stripe-fake/provider-books.js';
+import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
 import type { OpenAPIV3 } from 'openapi-types';
-import { findViolations } from './support/invariants.js';
-import { responseCheck, type ResponseCheck } from './support/openapi-check.js';
-import { auth, orderBody, startApp, type TestApp } from './support/test-app.js';
+import { findViolations } from '../support/invariants.js';
+import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
+import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
 const WEBHOOK_SECRET = 'whsec_fake0123456789abcdef';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
 import { runConformance, type Report } from '@idempotent-orders/idempotency-conformance';
-import { findViolations } from './support/invariants.js';
-import { ACME_SECRET, connectMongo, databasesOf, killAllServices, startService, type ServiceProcess } from './support/service-process.js';
-import { exportBooks } from './support/stripe-fake/provider-books.js';
-import { StripeFake } from './support/stripe-fake/stripe-fake.js';
+import { findViolations } from '../support/invariants.js';
+import { ACME_SECRET, connectMongo, databasesOf, killAllServices, startService, type ServiceProcess } from '../support/service-process.js';
+import { exportBooks } from '../support/stripe-fake/provider-books.js';
+import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
 
 const GLOBEX_SECRET = 'globex-secret-0123456789';
 

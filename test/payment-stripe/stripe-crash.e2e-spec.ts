@@ -6,7 +6,7 @@
 // is not even asked). Then the client comes back.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
-import { findViolations } from './support/invariants.js';
+import { findViolations } from '../support/invariants.js';
 import {
   connectMongo,
   databasesOf,
@@ -17,9 +17,9 @@ import {
   scenarioDbName,
   startService,
   type ServiceProcess,
-} from './support/service-process.js';
-import { exportBooks } from './support/stripe-fake/provider-books.js';
-import { StripeFake } from './support/stripe-fake/stripe-fake.js';
+} from '../support/service-process.js';
+import { exportBooks } from '../support/stripe-fake/provider-books.js';
+import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
 
 const LEASE_MS = 1000;
 const SETTLE_DEADLINE_MS = 15_000;

@@ -1,13 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import type { Collection } from 'mongodb';
-import { Clock } from '../src/common/clock.js';
-import { PaymentGateway, type ChargeRequest } from '../src/payments/payment-gateway.port.js';
-import { createStripeClient } from '../src/payment-stripe/stripe-client.js';
-import { StripePaymentGateway } from '../src/payment-stripe/stripe-payment.gateway.js';
-import { StripeRequestJournal, type JournalEntry } from '../src/payment-stripe/stripe-request.journal.js';
-import { StripeFake } from './support/stripe-fake/stripe-fake.js';
-import { startApp, type TestApp } from './support/test-app.js';
+import { Clock } from '../../src/common/clock.js';
+import { PaymentGateway, type ChargeRequest } from '../../src/payments/payment-gateway.port.js';
+import { createStripeClient } from '../../src/payment-stripe/stripe-client.js';
+import { StripePaymentGateway } from '../../src/payment-stripe/stripe-payment.gateway.js';
+import { StripeRequestJournal, type JournalEntry } from '../../src/payment-stripe/stripe-request.journal.js';
+import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
+import { startApp, type TestApp } from '../support/test-app.js';
 
 /**
  * The port's contract: the SAME tests run against every adapter - the
@@ -194,6 +194,16 @@ describe.each(subjects)('payment gateway contract: $name', (subject) => {
     expect(await gateway().refund({ refundKey: opKey('refund'), chargeKey: key, amountMinor: 1500, currency: 'USD' })).toMatchObject({
       outcome: 'succeeded',
     });
+  });
+
+  it('a payment still processing past our bound is canceled where the provider can, else reported still processing - never concluded', async () => {
+    const key = newChargeKey();
+    expect(await gateway().charge(request(key, 'tok_async'))).toEqual({ outcome: 'processing' });
+    const asked = await gateway().processingOrCancel(key);
+    // The simulator cancels an asynchronous card payment; Stripe cannot cancel a processing PaymentIntent.
+    expect([{ outcome: 'canceled' }, { outcome: 'still_processing', method: 'card' }]).toContainEqual(asked);
+    expect(await gateway().processingOrCancel(key)).toEqual(asked);
+    expect(await subject.chargesUnder(key)).toBe(asked.outcome === 'canceled' ? 0 : 1);
   });
 
   it('refuses a refund of a charge key that holds nothing', async () => {
