@@ -18,6 +18,7 @@ import { OrderWorkflow } from './order-workflow.js';
 import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
+import { OrderNotVoidableError } from './payment-actions/payment-actions.errors.js';
 import { CREATE_ORDER_OPERATION } from './orders.service.js';
 
 /**
@@ -196,7 +197,9 @@ export class OrderCancellation implements Canceler, OnModuleInit {
 
   /** The authorization voided under the undo key (a repeat replays the void's stored answer); false when it had lapsed or gone already. */
   private async void(tenant: string, order: Order, undoKey: string): Promise<boolean> {
-    const result = await this.actions.voidByKey(tenant, order._id, undoKey);
+    const result = await this.actions.voidByKey(tenant, order._id, undoKey).catch((error: unknown) => {
+      throw undoVoidError(error);
+    });
     if (result.response.status === 200) return true;
     const body = JSON.parse(result.response.body) as { code?: string };
     if (body.code && GONE_AUTHORIZATION.has(body.code)) return false;
@@ -227,6 +230,22 @@ export class OrderCancellation implements Canceler, OnModuleInit {
       throw new CancelUndoUnavailableError('was charged and needs a refund, and this deployment has no refunds');
     }
   }
+}
+
+/**
+ * The undo void's refusals in its claim, in the cancel's words: the order was
+ * read authorized, so a void refused now met a capture or void of the order
+ * in flight (or one that finished meanwhile), and the cancel's own void busy
+ * elsewhere is in flight too. Money is still moving: the repeat decides again
+ * once it is final (a capture that succeeded is then refunded). Never the
+ * capture module's final `order_not_voidable` for a key the client asked to undo.
+ */
+function undoVoidError(error: unknown): unknown {
+  if (error instanceof IdempotencyKeyInUseError) {
+    return new CancelInProgressError("This key's undo void is in flight", error.retryAfterSeconds ?? 1);
+  }
+  if (error instanceof OrderNotVoidableError) return new CancelInProgressError("A capture or void of this key's order is in flight");
+  return error;
 }
 
 /**

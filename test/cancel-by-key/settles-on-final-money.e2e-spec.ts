@@ -150,6 +150,38 @@ describe('cancel by key settles on final money (issue 32: H-1, M-2)', () => {
     await expectRefundedInFull(orderId, refund!._id);
   });
 
+  it("a capture of the key's authorization in flight makes the cancel wait (409, not a final order_not_voidable); once captured, the cancel refunds it", async () => {
+    const orderId = (
+      await t
+        .http()
+        .post('/v1/orders')
+        .set(auth())
+        .set('Idempotency-Key', 'k-auth')
+        .send(orderBody({ capture: 'manual' }))
+        .expect(201)
+    ).body.id as string;
+    const hold = app.gateway.holdNextOperation('capture');
+    const capture = t
+      .http()
+      .post(`/v1/orders/${orderId}/capture`)
+      .set(auth())
+      .set('Idempotency-Key', 'cap-1')
+      .send({})
+      .then((res) => res);
+    await hold.reached;
+    expectInProgress(await cancel('k-auth'));
+    // Nothing moved for the cancel: no void at the provider, the authorization still held by the capture, the key open.
+    expect(await orderOf(orderId)).toMatchObject({ state: 'authorized', pendingAction: { kind: 'capture' } });
+    expect(await t.simulatorDb.collection('operations').countDocuments({ kind: 'void' })).toBe(0);
+    expect(await createRecord()).toMatchObject({ status: 'complete', cancellation: { canceledAt: null } });
+    hold.release();
+    expect((await capture).status).toBe(200);
+    const answered = await cancel('k-auth');
+    expect(answered.status).toBe(200);
+    expect(answered.body).toMatchObject({ outcome: 'refunded', orderId, refundId: expect.any(String) });
+    await expectRefundedInFull(orderId, answered.body.refundId as string);
+  });
+
   it("variant C: a client's full refund in flight makes the cancel wait; when the provider drops it, the cancel refunds", async () => {
     const orderId = (await create('k-client-full').expect(201)).body.id as string;
     const hold = app.gateway.holdNextOperation('refund');

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { findViolations } from '../support/invariants.js';
+import { manualCaptureViolations } from '../support/manual-capture-invariants.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
 /**
@@ -117,6 +118,53 @@ describe('the invariant checker sees money', () => {
     }
     const violations = await findViolations(t);
     for (const what of [/refundable 100, captured - refunded - in flight = 2500/, /1 captures and 1 voids at the provider/]) {
+      expect(violations).toEqual(expect.arrayContaining([expect.stringMatching(what)]));
+    }
+  });
+  it("a refund's reversal journal, the refund, its provider refund or the payment in another currency: flagged", async () => {
+    const refund = await t
+      .http()
+      .post(`/v1/orders/${orderId}/refunds`)
+      .set(auth())
+      .set('Idempotency-Key', 'k-refund')
+      .send({ amountMinor: 100, reason: 'requested_by_customer' })
+      .expect(201);
+    expect(await findViolations(t)).toEqual([]);
+    // Only the reversal's lines: the sale stays right, so the rule that flags it is the reversal's currency.
+    await t.db.collection('ledger_entries').updateMany({ journalId: `jrn_${refund.body.id}` }, { $set: { currency: 'EUR' } });
+    expect(await findViolations(t)).toEqual(
+      expect.arrayContaining([expect.stringMatching(new RegExp(`order ${orderId}: journal in another currency or tenant`))]),
+    );
+    await t.db.collection('ledger_entries').updateMany({}, { $set: { currency: 'USD' } });
+    await t.db.collection('refunds').updateMany({}, { $set: { currency: 'EUR' } });
+    await t.simulatorDb.collection('operations').updateMany({ kind: 'refund' }, { $set: { currency: 'EUR' } });
+    await t.db.collection('payments').updateMany({ orderId }, { $set: { currency: 'EUR' } });
+    const violations = await findViolations(t);
+    for (const what of [
+      new RegExp(`refund ${refund.body.id} of 100 EUR, the order is in USD`),
+      /provider refund \S+ in EUR, the order is in USD/,
+      /does not match its charge/,
+    ]) {
+      expect(violations).toEqual(expect.arrayContaining([expect.stringMatching(what)]));
+    }
+  });
+
+  it('a manual capture whose payment, provider capture or journal is in another currency or amount: flagged', async () => {
+    const created = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', 'k-manual')
+      .send(orderBody({ currency: 'JPY', capture: 'manual' }))
+      .expect(201);
+    const id = created.body.id as string;
+    await t.http().post(`/v1/orders/${id}/capture`).set(auth()).set('Idempotency-Key', 'k-capture').send({ amountMinor: 2000 }).expect(200);
+    expect(await manualCaptureViolations(t.db, t.simulatorDb)).toEqual([]);
+    await t.db.collection('ledger_entries').updateMany({ orderId: id }, { $set: { currency: 'USD' } });
+    await t.db.collection('payments').updateMany({ orderId: id }, { $set: { amountMinor: 2501 } });
+    await t.simulatorDb.collection('operations').updateMany({ kind: 'capture' }, { $set: { currency: 'USD' } });
+    const violations = await manualCaptureViolations(t.db, t.simulatorDb);
+    for (const what of [/4 journal lines in USD/, /payment \S+ of 2501 JPY, the order 2500 JPY/, /provider capture in USD/]) {
       expect(violations).toEqual(expect.arrayContaining([expect.stringMatching(what)]));
     }
   });

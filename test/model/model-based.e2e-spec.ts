@@ -179,11 +179,15 @@ function modelProperty<M extends object>(
     const model = newModel();
     const real = system();
     await real.reset();
+    const ranHere = new Set<string>();
     const checked = [...generated].map((command) => ({
       check: (m: Readonly<M>) => command.check(m),
       run: async (m: M, r: ProtocolSystem) => {
         const kind = command.toString().replace(/\(.*/, '');
         stats.set(kind, (stats.get(kind) ?? 0) + 1);
+        // Runs that ran the kind at least once: a kind run 40 times in one run tested one sequence, not forty.
+        if (!ranHere.has(kind)) stats.set(`${kind} runs`, (stats.get(`${kind} runs`) ?? 0) + 1);
+        ranHere.add(kind);
         await command.run(m, r);
         await check(m, r);
       },
@@ -194,10 +198,22 @@ function modelProperty<M extends object>(
   });
 }
 
-const summary = (what: string, runs: number, started: number, stats: Map<string, number>) =>
-  `model-based (${what}): ${runs} runs in ${((Date.now() - started) / 1000).toFixed(1)} s; commands run: ${[...stats]
-    .map(([kind, count]) => `${kind} ${count}`)
-    .join(', ')}\n`;
+/**
+ * Per command kind: how many ran, in how many of the runs, and the most of
+ * it one run held; `kinds` are the kinds the model has, so that one that
+ * never ran (its precondition never met) is named, not just missing.
+ */
+function summary(what: string, runs: number, started: number, stats: Map<string, number>, kinds: string[]): string {
+  const counted = [...stats].filter(([kind]) => !kind.endsWith(' runs'));
+  const never = kinds.filter((kind) => !stats.has(kind));
+  const perKind = counted
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([kind, count]) => `${kind} ${count} (in ${stats.get(`${kind} runs`)} runs, ${(count / runs).toFixed(1)}/run)`)
+    .join(', ');
+  return `model-based (${what}): ${runs} runs in ${((Date.now() - started) / 1000).toFixed(1)} s; commands run: ${perKind}${
+    never.length ? `; NEVER RAN: ${never.join(', ')}` : ''
+  }\n`;
+}
 
 /**
  * The money after the charge (issue 24): refunds, captures, voids and cancels
@@ -205,6 +221,22 @@ const summary = (what: string, runs: number, started: number, stats: Map<string,
  * against the provider after every command (test/model/money-model.ts).
  */
 const MONEY_RUNS = Number(process.env.MODEL_MONEY_RUNS ?? Math.ceil(MODEL_RUNS / 5));
+const MONEY_KINDS = [
+  'create',
+  'retryCreate',
+  'refund',
+  'refundRace',
+  'refundTwoKeys',
+  'refundCrash',
+  'capture',
+  'void',
+  'cancelByKey',
+  'cancelCrash',
+  'cancelRace-cancel',
+  'cancelRace-capture',
+  'cancelRace-void',
+  'plantedMismatch',
+];
 
 describe('model-based test of refunds, capture, void and cancel by key', () => {
   let system: ProtocolSystem;
@@ -232,7 +264,7 @@ describe('model-based test of refunds, capture, void and cancel by key', () => {
         ...replayOptions(),
       },
     );
-    process.stdout.write(summary('money', MONEY_RUNS, started, stats));
+    process.stdout.write(summary('money', MONEY_RUNS, started, stats, MONEY_KINDS));
   }, 600_000);
 });
 
@@ -244,6 +276,17 @@ describe('model-based test of refunds, capture, void and cancel by key', () => {
  * left processing once a run is settled (test/model/webhook-model.ts).
  */
 const WEBHOOK_RUNS = Number(process.env.MODEL_WEBHOOK_RUNS ?? Math.ceil(MODEL_RUNS / 5));
+const WEBHOOK_KINDS = [
+  'createAsync',
+  'retryCreate',
+  'providerSettles',
+  'deliver-processing',
+  'deliver-outcome',
+  'deliver-other-amount',
+  'deliver-contradiction',
+  'processingBoundPasses',
+  'cancelByKey',
+];
 
 describe('model-based test of webhooks and asynchronous payments', () => {
   let system: ProtocolSystem;
@@ -274,6 +317,6 @@ describe('model-based test of webhooks and asynchronous payments', () => {
         ...replayOptions(),
       },
     );
-    process.stdout.write(summary('webhooks', WEBHOOK_RUNS, started, stats));
+    process.stdout.write(summary('webhooks', WEBHOOK_RUNS, started, stats, WEBHOOK_KINDS));
   }, 600_000);
 });

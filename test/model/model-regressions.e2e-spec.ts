@@ -1,5 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, it } from '@jest/globals';
 import fc from 'fast-check';
+import {
+  CancelCommand,
+  CancelCrashCommand,
+  CancelRaceCommand,
+  CaptureCommand,
+  checkMoney,
+  CreateCommand,
+  MoneyModel,
+  RefundCommand,
+  RefundCrashCommand,
+} from '../model/money-model.js';
 import { AdvanceClockCommand, CrashCommand, EraseCommand, Model, ReaperCommand, SendCommand, settle } from '../model/protocol-model.js';
 import { SETTINGS, ProtocolSystem } from '../model/system.js';
 
@@ -158,4 +169,94 @@ describe('model-based regressions', () => {
       ]);
     },
   );
+});
+
+/** Each command checked as the money model checks it (test/model/model-based.e2e-spec.ts): the same judge, the same invariants. */
+function checkedAfterEach<M extends object>(
+  commands: fc.AsyncCommand<M, ProtocolSystem>[],
+  check: (model: M, system: ProtocolSystem) => Promise<void>,
+): fc.AsyncCommand<M, ProtocolSystem>[] {
+  return commands.map((command) => ({
+    check: (model: Readonly<M>) => command.check(model),
+    run: async (model: M, system: ProtocolSystem) => {
+      await command.run(model, system);
+      await check(model, system);
+    },
+    toString: () => command.toString(),
+  }));
+}
+
+/** Counterexamples of the money model (issue 32 item 7), each with the seed that found it on the code before its fix. */
+describe('model-based regressions: money after the charge', () => {
+  let system: ProtocolSystem;
+  beforeAll(async () => {
+    system = await ProtocolSystem.start('test_model_money_regressions');
+  });
+  beforeEach(async () => system.reset());
+  afterAll(async () => system.close());
+
+  const run = async (commands: fc.AsyncCommand<MoneyModel, ProtocolSystem>[]) => {
+    const model = new MoneyModel();
+    await fc.asyncModelRun(
+      () => ({ model, real: system }),
+      checkedAfterEach(commands, (m, r) => checkMoney(m, r, false)),
+    );
+  };
+
+  it.each<[string, fc.AsyncCommand<MoneyModel, ProtocolSystem>[]]>([
+    [
+      // M-1, seed 938419697: the statement listed only `succeeded` charges, so a captured authorization was missing_at_provider.
+      'a manual capture on clean books: reconciliation reports nothing',
+      [new CreateCommand('manual', 'tok_visa', 'USD'), new CaptureCommand(0, 0, null)],
+    ],
+    [
+      // L-1, seed -124319353: refunded at the provider, T1 not committed - amount_differs on books that were only in flight.
+      'a refund crashed after the provider refunded: in flight, not a mismatch, then finished by the reaper',
+      [new CreateCommand('automatic', 'tok_visa', 'USD'), new RefundCrashCommand(0, 0, 100, 'after-refund-provider')],
+    ],
+    [
+      // H-1, seed 320333220: a repeat racing the cancel's own refund answered 200 nothing_to_undo, naming no refund.
+      "a repeat of a cancel racing the cancel's own refund: a retryable 409, then one refund of it all",
+      [new CreateCommand('automatic', 'tok_visa', 'USD'), new CancelRaceCommand(0, 'cancel')],
+    ],
+    [
+      // H-1: the repeat after the cancel's refund met a 503 answered nothing_to_undo (its reservation read as money given back).
+      "a cancel whose refund met a provider outage, repeated: the cancel's own refund resumed, all of it refunded",
+      [new CreateCommand('automatic', 'tok_visa', 'JPY'), new CancelCommand(0, 0, true), new CancelCommand(0, 1, false)],
+    ],
+    [
+      // H-1: another refund of the order in flight (released after a 503): the cancel refunded around its reservation.
+      'a cancel while another refund of the order is pending after a 503: 409 cancel_in_progress, nothing settled',
+      [
+        new CreateCommand('automatic', 'tok_visa', 'EUR'),
+        new RefundCommand(0, 0, 400, 0, true),
+        new CancelCommand(0, 1, false),
+        new RefundCommand(0, 0, 400, 1, false),
+        new CancelCommand(0, 0, false),
+      ],
+    ],
+    [
+      // Seed 392782390 (found after the H-1/M-2 fixes): a cancel meeting a capture held at the provider, on the other
+      // instance, answered the capture module's final 409 order_not_voidable (retryable: false, no Retry-After).
+      'a cancel while a capture of the authorization is in flight: a retryable 409, then the captured money refunded',
+      [new CreateCommand('manual', 'tok_visa', 'USD'), new CancelRaceCommand(0, 'capture')],
+    ],
+    [
+      // The same seam against a void in flight.
+      'a cancel while a void of the authorization is in flight: a retryable 409, nothing voided twice',
+      [new CreateCommand('manual', 'tok_visa', 'JPY'), new CancelRaceCommand(0, 'void')],
+    ],
+    [
+      // M-2: the cancel's refund crashed after its claim and was reaped, a partial refund, then every repeat was 422.
+      'a cancel whose refund crashed and was reaped, a partial refund, the cancel again: the rest refunded',
+      [
+        new CreateCommand('automatic', 'tok_visa', 'USD'),
+        new CancelCrashCommand(0),
+        new RefundCommand(0, 0, 250, 1, false),
+        new CancelCommand(0, 0, false),
+      ],
+    ],
+  ])('%s', async (_, commands) => {
+    await run(commands);
+  });
 });

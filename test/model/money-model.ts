@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import type { FaultPoint } from '../../src/config/configuration.js';
+import { ACCOUNTS } from '../../src/ledger/journal.js';
+import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
+import type { SettlementMismatch } from '../../src/reconciliation/settlement-compare.js';
 import { findViolations } from '../support/invariants.js';
+import { manualCaptureViolations } from '../support/manual-capture-invariants.js';
 import { SETTINGS, type ProtocolSystem, type Reply } from './system.js';
 
 /**
@@ -16,12 +20,29 @@ import { SETTINGS, type ProtocolSystem, type Reply } from './system.js';
  * holds, and after every command the invariant checker compares the store
  * with the provider: provider refunds = ledger reversals = succeeded
  * refunds, refunded <= captured <= authorized, one provider operation per
- * key.
+ * key; and settlement reconciliation reports nothing on the healthy books.
+ *
+ * The seams (issue 32 item 7, issue 33 item 2): orders in USD, EUR and JPY
+ * (zero-decimal); amounts at every edge (exactly what is left, one minor
+ * unit more, one more than authorized, 0, 2^53); two keys racing on one
+ * order; cancel by key against a refund pending after a 503, a refund
+ * crashed and reaped, its own refund meeting an outage or a crash or a
+ * repeat of itself, a capture or void in flight, on either instance; and a
+ * planted ledger mismatch that reconciliation must report exactly.
  */
 
-/** Every order of a run costs this much; refunds and captures are parts of it. */
-export const PRICE = 1000;
-const AMOUNTS = [100, 250, 400, 600, PRICE];
+/** What each order of a currency costs (one item): JPY has no minor unit, so 1500 is 1500 yen. */
+const PRICES = { USD: 1000, EUR: 1999, JPY: 1500 } as const;
+type Currency = keyof typeof PRICES;
+/** MAX_ORDER_AMOUNT_MINOR is 10^12: 2^53 is past it and past every safe integer, 0 below the minimum. */
+const TOO_BIG = 2 ** 53;
+const MAX_AMOUNT = 1_000_000_000_000;
+/** A refund's amount: a fixed one, or one at an edge of what the order has left when the command runs. */
+type RefundAmount = number | 'left' | 'left+1';
+const REFUND_AMOUNTS: RefundAmount[] = [100, 250, 400, 600, 'left', 'left', 'left+1', 0, TOO_BIG];
+/** A capture's amount: the whole authorization (no body), a part, exactly all of it, one more, 0, 2^53. */
+type CaptureAmount = number | null | 'authorized' | 'authorized+1';
+const CAPTURE_AMOUNTS: CaptureAmount[] = [null, 600, 'authorized', 'authorized+1', 0, TOO_BIG];
 const ORDER_SLOTS = 3;
 const KEY_SLOTS = 3;
 /** Clock jumps past the resume window (crash then reap): two fit in a key's retention, with room to spare. */
@@ -42,6 +63,7 @@ interface OrderModel {
   createKey: string;
   capture: Capture;
   token: Token;
+  currency: Currency;
   id: string;
   state: string;
   authorized: number;
@@ -52,6 +74,10 @@ interface OrderModel {
   created: Answer;
   /** The cancel's answer, once canceled: the same again for any later cancel. */
   canceled: Answer | null;
+  /** A cancel reached the key (answered or not yet settled): every create under it is refused from then on. */
+  cancelHeld: boolean;
+  /** The cancel's own refund left in flight by a 503 (its amount reserved): the next cancel resumes it. */
+  cancelRefund: number | null;
 }
 
 type Operation = 'refund' | 'capture' | 'void';
@@ -78,6 +104,8 @@ export class MoneyModel {
   jumps = 0;
   creates = 0;
   now = 0;
+  /** Keys the races use once each. */
+  races = 0;
 }
 
 type Cmd = fc.AsyncCommand<MoneyModel, ProtocolSystem>;
@@ -92,6 +120,15 @@ function freshUnder(model: Readonly<MoneyModel>, key: string, slot: number, amou
 const slotOf = (model: Readonly<MoneyModel>, slot: number) => slot % model.orders.length;
 
 const refundable = (order: OrderModel) => order.captured - order.refunded - order.reserved;
+
+function refundAmount(spec: RefundAmount, order: OrderModel): number {
+  if (spec === 'left') return refundable(order);
+  if (spec === 'left+1') return refundable(order) + 1;
+  return spec;
+}
+
+/** What the body validation refuses before any key is looked at: 400, nothing changed. */
+const invalidAmount = (amount: number) => !Number.isSafeInteger(amount) || amount < 1 || amount > MAX_AMOUNT;
 const REFUNDABLE_STATES = ['saved', 'captured', 'partially_refunded'];
 
 function parse(body: string): Record<string, unknown> {
@@ -122,11 +159,11 @@ function expectReplay(reply: Reply, answer: Answer): void {
   expect(reply.location === answer.location, `Location ${answer.location} again`, reply);
 }
 
-function createBody(capture: Capture, token: Token) {
+function createBody(capture: Capture, token: Token, currency: Currency) {
   return {
     customerId: 'cus_money',
-    currency: 'USD',
-    items: [{ sku: 'sku_money', quantity: 1, unitPriceMinor: PRICE }],
+    currency,
+    items: [{ sku: 'sku_money', quantity: 1, unitPriceMinor: PRICES[currency] }],
     paymentMethod: { token },
     ...(capture === 'manual' ? { capture } : {}),
   };
@@ -136,33 +173,39 @@ export class CreateCommand implements Cmd {
   constructor(
     readonly capture: Capture,
     readonly token: Token,
+    readonly currency: Currency,
   ) {}
   check = (model: Readonly<MoneyModel>) => model.orders.length < ORDER_SLOTS;
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const key = `m-create-${model.creates++}`;
-    const reply = await system.request(0, 'post', '/v1/orders', { key, body: createBody(this.capture, this.token) });
+    const price = PRICES[this.currency];
+    const reply = await system.request(0, 'post', '/v1/orders', { key, body: createBody(this.capture, this.token, this.currency) });
     const view = parse(reply.body);
     const state = this.capture === 'manual' ? 'authorized' : 'saved';
     expect(reply.status === 201 && view.state === state, `201 with a ${state} order`, reply);
     const id = String(view.id);
     expect(reply.location === `/v1/orders/${id}`, `Location /v1/orders/${id}`, reply);
-    const captured = this.capture === 'manual' ? 0 : PRICE;
-    expect(view.authorizedMinor === PRICE && view.capturedMinor === captured && view.refundedMinor === 0, 'the amounts', reply);
+    const captured = this.capture === 'manual' ? 0 : price;
+    expect(view.authorizedMinor === price && view.capturedMinor === captured && view.refundedMinor === 0, 'the amounts', reply);
+    expect(view.currency === this.currency && view.amountMinor === price, `${price} ${this.currency}`, reply);
     model.orders.push({
       createKey: key,
       capture: this.capture,
       token: this.token,
+      currency: this.currency,
       id,
       state,
-      authorized: PRICE,
+      authorized: price,
       captured,
       refunded: 0,
       reserved: 0,
       created: { status: reply.status, body: reply.body, location: reply.location },
       canceled: null,
+      cancelHeld: false,
+      cancelRefund: null,
     });
   }
-  toString = () => `create(${this.capture}, ${this.token})`;
+  toString = () => `create(${this.capture}, ${this.token}, ${this.currency})`;
 }
 
 /** The create sent again under its key: the stored 201, or 409 once the key was canceled. */
@@ -171,8 +214,9 @@ export class RetryCreateCommand implements Cmd {
   check = (model: Readonly<MoneyModel>) => model.orders.length > 0;
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const order = model.orders[slotOf(model, this.slot)];
-    const reply = await system.request(1, 'post', '/v1/orders', { key: order.createKey, body: createBody(order.capture, order.token) });
-    if (order.canceled) {
+    const body = createBody(order.capture, order.token, order.currency);
+    const reply = await system.request(1, 'post', '/v1/orders', { key: order.createKey, body });
+    if (order.canceled || order.cancelHeld) {
       expectProblem(reply, 409, 'idempotency_key_canceled');
       return;
     }
@@ -188,6 +232,10 @@ export class RetryCreateCommand implements Cmd {
  */
 function serveRefund(model: MoneyModel, key: string, slot: number, amount: number, reply: Reply, first: 'answered' | 'outage'): void {
   const order = model.orders[slot];
+  if (invalidAmount(amount)) {
+    expectProblem(reply, 400, 'validation_failed');
+    return;
+  }
   const known = model.keys.get(key);
   if (known && (known.operation !== 'refund' || known.order !== slot || known.amount !== amount)) {
     expectProblem(reply, 422, 'idempotency_key_reused');
@@ -232,7 +280,7 @@ function answerRefund(model: MoneyModel, key: string, slot: number, amount: numb
     expect(reply.status === 402 && body.code === 'refund_declined', '402 refund_declined (stored)', reply);
   } else {
     expect(reply.status === 201 && body.state === 'succeeded' && body.amountMinor === amount, `201 a succeeded refund of ${amount}`, reply);
-    expect(body.orderId === order.id, `a refund of order ${order.id}`, reply);
+    expect(body.orderId === order.id && body.currency === order.currency, `a refund of order ${order.id} in ${order.currency}`, reply);
     if (refundId) expect(body.id === refundId, `refund ${refundId} (the attempt the key holds)`, reply);
     order.refunded += amount;
     order.state = order.refunded === order.captured ? 'refunded' : 'partially_refunded';
@@ -255,7 +303,7 @@ export class RefundCommand implements Cmd {
   constructor(
     readonly slot: number,
     readonly keySlot: number,
-    readonly amount: number,
+    readonly amount: RefundAmount,
     readonly instance: number,
     readonly outage: boolean,
   ) {}
@@ -263,15 +311,24 @@ export class RefundCommand implements Cmd {
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const slot = slotOf(model, this.slot);
     const order = model.orders[slot];
+    const amount = refundAmount(this.amount, order);
     const key = `m-refund-${this.keySlot}`;
     const gateway = system.instances[this.instance].gateway;
     if (this.outage) gateway.failNextOperations('refund', 1);
-    const reply = await system.request(this.instance, 'post', refundPath(order), { key, body: refundBody(this.amount) });
+    const reply = await system.request(this.instance, 'post', refundPath(order), { key, body: refundBody(amount) });
     gateway.failNextOperations('refund', 0);
-    serveRefund(model, key, slot, this.amount, reply, this.outage ? 'outage' : 'answered');
+    serveRefund(model, key, slot, amount, reply, this.outage ? 'outage' : 'answered');
   }
   toString = () =>
     `refund(slot ${this.slot}, m-refund-${this.keySlot}, ${this.amount}, i${this.instance}${this.outage ? ', provider down' : ''})`;
+}
+
+/** Whether a new refund of `amount` would reach the provider (so that it can be held or crashed there). */
+function reachesProvider(model: Readonly<MoneyModel>, slot: number, key: string, amount: number): boolean {
+  const order = model.orders[slot];
+  return (
+    !invalidAmount(amount) && freshUnder(model, key, slot, amount) && REFUNDABLE_STATES.includes(order.state) && amount <= refundable(order)
+  );
 }
 
 /** Two copies of one new refund at once, one held at the provider: the other is told it is in flight. */
@@ -279,33 +336,105 @@ export class RefundRaceCommand implements Cmd {
   constructor(
     readonly slot: number,
     readonly keySlot: number,
-    readonly amount: number,
+    readonly amount: RefundAmount,
   ) {}
   check = (model: Readonly<MoneyModel>) => {
-    const order = model.orders.length > 0 ? model.orders[slotOf(model, this.slot)] : undefined;
-    // Only a refund that reaches the provider can be held there.
-    return (
-      order !== undefined &&
-      freshUnder(model, `m-refund-${this.keySlot}`, slotOf(model, this.slot), this.amount) &&
-      REFUNDABLE_STATES.includes(order.state) &&
-      this.amount <= refundable(order)
-    );
+    if (model.orders.length === 0) return false;
+    const slot = slotOf(model, this.slot);
+    return reachesProvider(model, slot, `m-refund-${this.keySlot}`, refundAmount(this.amount, model.orders[slot]));
   };
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const slot = slotOf(model, this.slot);
     const order = model.orders[slot];
+    const amount = refundAmount(this.amount, order);
     const key = `m-refund-${this.keySlot}`;
     const hold = system.instances[0].gateway.holdNextOperation('refund');
-    const first = system.request(0, 'post', refundPath(order), { key, body: refundBody(this.amount) });
+    const first = system.request(0, 'post', refundPath(order), { key, body: refundBody(amount) });
     await hold.reached;
-    const second = await system.request(1, 'post', refundPath(order), { key, body: refundBody(this.amount) });
+    const second = await system.request(1, 'post', refundPath(order), { key, body: refundBody(amount) });
     hold.release();
     const reply = await first;
     expectProblem(second, 409, 'idempotency_key_in_use');
     expect(second.retryAfter === '1', 'Retry-After: 1 on the 409 in flight', second);
-    serveRefund(model, key, slot, this.amount, reply, 'answered');
+    serveRefund(model, key, slot, amount, reply, 'answered');
   }
   toString = () => `refundRace(slot ${this.slot}, m-refund-${this.keySlot}, ${this.amount})`;
+}
+
+/**
+ * Two different keys on one order at once: the first held at the provider
+ * (its amount reserved), the second on the other instance judged against
+ * what is left beside that reservation - one minor unit past it is refused,
+ * exactly it is refunded - then the first let go.
+ */
+export class RefundTwoKeysCommand implements Cmd {
+  constructor(
+    readonly slot: number,
+    readonly keySlot: number,
+    readonly amount: RefundAmount,
+    readonly otherKeySlot: number,
+    readonly otherAmount: RefundAmount,
+  ) {}
+  check = (model: Readonly<MoneyModel>) => {
+    if (model.orders.length === 0 || this.keySlot === this.otherKeySlot) return false;
+    const slot = slotOf(model, this.slot);
+    return reachesProvider(model, slot, `m-refund-${this.keySlot}`, refundAmount(this.amount, model.orders[slot]));
+  };
+  async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
+    const slot = slotOf(model, this.slot);
+    const order = model.orders[slot];
+    const amount = refundAmount(this.amount, order);
+    const key = `m-refund-${this.keySlot}`;
+    const hold = system.instances[0].gateway.holdNextOperation('refund');
+    const first = system.request(0, 'post', refundPath(order), { key, body: refundBody(amount) });
+    await hold.reached;
+    // The first's claim reserved its amount: the model says so before the second is judged.
+    order.reserved += amount;
+    model.keys.set(key, { operation: 'refund', order: slot, amount, status: 'pending', answer: null });
+    const otherKey = `m-refund-${this.otherKeySlot}`;
+    const otherAmount = refundAmount(this.otherAmount, order);
+    const second = await system.request(1, 'post', refundPath(order), { key: otherKey, body: refundBody(otherAmount) });
+    hold.release();
+    const reply = await first;
+    serveRefund(model, otherKey, slot, otherAmount, second, 'answered');
+    serveRefund(model, key, slot, amount, reply, 'answered');
+  }
+  toString = () =>
+    `refundTwoKeys(slot ${this.slot}, m-refund-${this.keySlot} ${this.amount} held, m-refund-${this.otherKeySlot} ${this.otherAmount})`;
+}
+
+/**
+ * The clock past every lease and resume window, the reaper on both
+ * instances: every refund left pending (released after a 503, crashed
+ * before the provider) is abandoned - the cancel's own included - and one
+ * crashed after the provider refunded is finished. Checks the reaper's count.
+ */
+async function reapEverything(model: MoneyModel, system: ProtocolSystem, crashed: { before: number; after: number }): Promise<void> {
+  const jump = Math.max(SETTINGS.leaseMs, SETTINGS.resumeWindowMs) + 1;
+  system.clock.advance(jump);
+  model.now += jump;
+  model.jumps++;
+  const runs = [await system.reap(0), await system.reap(1)];
+  const completed = runs.reduce((sum, run) => sum + run.completed, 0);
+  const abandoned = runs.reduce((sum, run) => sum + run.abandoned, 0);
+  // Outage-released refunds still pending are the reaper's too: the provider never saw them, so it cancels them.
+  let expectedAbandoned = crashed.before;
+  for (const k of model.keys.values()) {
+    if (k.status !== 'pending') continue;
+    model.orders[k.order].reserved -= k.amount ?? 0;
+    k.status = 'abandoned';
+    expectedAbandoned++;
+  }
+  for (const order of model.orders) {
+    if (order.cancelRefund === null) continue;
+    order.reserved -= order.cancelRefund;
+    order.cancelRefund = null;
+    expectedAbandoned++;
+  }
+  if (completed !== crashed.after || abandoned !== expectedAbandoned)
+    throw new Error(
+      `reaper completed ${completed} and abandoned ${abandoned}; the model expected ${crashed.after} and ${expectedAbandoned}`,
+    );
 }
 
 /**
@@ -314,72 +443,53 @@ export class RefundRaceCommand implements Cmd {
  * died before the provider call -> the reaper cancels the refund key and
  * abandons it (nothing refunded; the retry is a new attempt); died after the
  * provider refunded -> the reaper finishes it (the retry is its replay).
+ * Between the crash and the reaper, settlement reconciliation sees the
+ * provider's refund ahead of our books: in flight, not a mismatch.
  */
 export class RefundCrashCommand implements Cmd {
   constructor(
     readonly slot: number,
     readonly keySlot: number,
-    readonly amount: number,
+    readonly amount: RefundAmount,
     readonly point: FaultPoint,
   ) {}
   check = (model: Readonly<MoneyModel>) => {
-    const order = model.orders.length > 0 ? model.orders[slotOf(model, this.slot)] : undefined;
+    if (model.orders.length === 0 || model.jumps >= MAX_JUMPS) return false;
+    const slot = slotOf(model, this.slot);
+    const order = model.orders[slot];
     // A declined refund's crash is the refunds suite's: here the reaper's count stays one outcome per point.
-    return (
-      model.jumps < MAX_JUMPS &&
-      order !== undefined &&
-      order.token === 'tok_visa' &&
-      freshUnder(model, `m-refund-${this.keySlot}`, slotOf(model, this.slot), this.amount) &&
-      REFUNDABLE_STATES.includes(order.state) &&
-      this.amount <= refundable(order)
-    );
+    return order.token === 'tok_visa' && reachesProvider(model, slot, `m-refund-${this.keySlot}`, refundAmount(this.amount, order));
   };
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const slot = slotOf(model, this.slot);
     const order = model.orders[slot];
+    const amount = refundAmount(this.amount, order);
     const key = `m-refund-${this.keySlot}`;
     system.armCrash(0, this.point);
-    const crashed = await system.request(0, 'post', refundPath(order), { key, body: refundBody(this.amount) });
+    const crashed = await system.request(0, 'post', refundPath(order), { key, body: refundBody(amount) });
     expect(system.crashed(0) && crashed.status === 500, `the worker to die at ${this.point}`, crashed);
-    const jump = Math.max(SETTINGS.leaseMs, SETTINGS.resumeWindowMs) + 1;
-    system.clock.advance(jump);
-    model.now += jump;
-    model.jumps++;
-    const runs = [await system.reap(0), await system.reap(1)];
-    const completed = runs.reduce((sum, run) => sum + run.completed, 0);
-    const abandoned = runs.reduce((sum, run) => sum + run.abandoned, 0);
-    // Outage-released refunds still pending are the reaper's too: the provider never saw them, so it cancels them.
-    let expectedAbandoned = 0;
-    for (const k of model.keys.values()) {
-      if (k.status !== 'pending') continue;
-      model.orders[k.order].reserved -= k.amount ?? 0;
-      k.status = 'abandoned';
-      expectedAbandoned++;
-    }
-    if (this.point === 'after-refund-claim') expectedAbandoned++;
-    const expectedCompleted = this.point === 'after-refund-provider' ? 1 : 0;
-    const reapedAsExpected = completed === expectedCompleted && abandoned === expectedAbandoned;
-    if (!reapedAsExpected)
-      throw new Error(
-        `reaper completed ${completed} and abandoned ${abandoned}; the model expected ${expectedCompleted} and ${expectedAbandoned}`,
-      );
-    const retry = await system.request(1, 'post', refundPath(order), { key, body: refundBody(this.amount) });
+    await expectReconciled(system, [], `a refund crashed ${this.point}, still in flight`);
+    await reapEverything(model, system, {
+      before: this.point === 'after-refund-claim' ? 1 : 0,
+      after: this.point === 'after-refund-provider' ? 1 : 0,
+    });
+    const retry = await system.request(1, 'post', refundPath(order), { key, body: refundBody(amount) });
     if (this.point === 'after-refund-claim') {
       // A new attempt: a new refund, under a new provider key.
-      model.keys.set(key, { operation: 'refund', order: slot, amount: this.amount, status: 'abandoned', answer: null });
-      serveRefund(model, key, slot, this.amount, retry, 'answered');
+      model.keys.set(key, { operation: 'refund', order: slot, amount, status: 'abandoned', answer: null });
+      serveRefund(model, key, slot, amount, retry, 'answered');
       return;
     }
     // The reaper finished it: the retry replays what it stored.
     const body = parse(retry.body);
-    expect(retry.status === 201 && body.state === 'succeeded' && body.amountMinor === this.amount, 'the stored 201', retry);
+    expect(retry.status === 201 && body.state === 'succeeded' && body.amountMinor === amount, 'the stored 201', retry);
     expect(retry.replayed, 'the reaper-stored answer replayed', retry);
-    order.refunded += this.amount;
+    order.refunded += amount;
     order.state = order.refunded === order.captured ? 'refunded' : 'partially_refunded';
     model.keys.set(key, {
       operation: 'refund',
       order: slot,
-      amount: this.amount,
+      amount,
       status: 'stored',
       answer: { status: retry.status, body: retry.body, location: retry.location },
     });
@@ -407,36 +517,63 @@ function answeredByKey(
   return true;
 }
 
+function captureAmount(spec: CaptureAmount, order: OrderModel): number | null {
+  if (spec === 'authorized') return order.authorized;
+  if (spec === 'authorized+1') return order.authorized + 1;
+  return spec;
+}
+
+/** A capture's or void's first answer (the provider reached, nothing held): judged and recorded in the model. */
+function serveAction(model: MoneyModel, key: string, slot: number, kind: 'capture' | 'void', amount: number | null, reply: Reply): void {
+  const order = model.orders[slot];
+  if (amount !== null && invalidAmount(amount)) {
+    expectProblem(reply, 400, 'validation_failed');
+    return;
+  }
+  if (answeredByKey(model, key, { operation: kind, order: slot, amount }, reply)) return;
+  if (order.state !== 'authorized') {
+    expectProblem(reply, 409, kind === 'capture' ? 'order_not_capturable' : 'order_not_voidable');
+    return;
+  }
+  const view = parse(reply.body);
+  if (kind === 'capture') {
+    const taken = amount ?? order.authorized;
+    if (taken > order.authorized) {
+      expectProblem(reply, 422, 'capture_exceeds_authorized');
+      return;
+    }
+    expect(reply.status === 200 && view.state === 'captured' && view.capturedMinor === taken, `200 captured ${taken}`, reply);
+    order.state = 'captured';
+    order.captured = taken;
+  } else {
+    expect(reply.status === 200 && view.state === 'voided', '200 voided', reply);
+    order.state = 'voided';
+  }
+  model.keys.set(key, {
+    operation: kind,
+    order: slot,
+    amount,
+    status: 'stored',
+    answer: { status: reply.status, body: reply.body, location: reply.location },
+  });
+}
+
+const actionBody = (amount: number | null) => (amount === null ? {} : { amountMinor: amount });
+
 export class CaptureCommand implements Cmd {
   constructor(
     readonly slot: number,
     readonly keySlot: number,
-    readonly amount: number | null,
+    readonly amount: CaptureAmount,
   ) {}
   check = (model: Readonly<MoneyModel>) => model.orders.length > 0;
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const slot = slotOf(model, this.slot);
     const order = model.orders[slot];
     const key = `m-capture-${this.keySlot}`;
-    const body = this.amount === null ? {} : { amountMinor: this.amount };
-    const reply = await system.request(0, 'post', `/v1/orders/${order.id}/capture`, { key, body });
-    if (answeredByKey(model, key, { operation: 'capture', order: slot, amount: this.amount }, reply)) return;
-    if (order.state !== 'authorized') {
-      expectProblem(reply, 409, 'order_not_capturable');
-      return;
-    }
-    const amount = this.amount ?? order.authorized;
-    const view = parse(reply.body);
-    expect(reply.status === 200 && view.state === 'captured' && view.capturedMinor === amount, `200 captured ${amount}`, reply);
-    order.state = 'captured';
-    order.captured = amount;
-    model.keys.set(key, {
-      operation: 'capture',
-      order: slot,
-      amount: this.amount,
-      status: 'stored',
-      answer: { status: reply.status, body: reply.body, location: reply.location },
-    });
+    const amount = captureAmount(this.amount, order);
+    const reply = await system.request(0, 'post', `/v1/orders/${order.id}/capture`, { key, body: actionBody(amount) });
+    serveAction(model, key, slot, 'capture', amount, reply);
   }
   toString = () => `capture(slot ${this.slot}, m-capture-${this.keySlot}, ${this.amount ?? 'all'})`;
 }
@@ -452,61 +589,156 @@ export class VoidCommand implements Cmd {
     const order = model.orders[slot];
     const key = `m-void-${this.keySlot}`;
     const reply = await system.request(1, 'post', `/v1/orders/${order.id}/void`, { key, body: {} });
-    if (answeredByKey(model, key, { operation: 'void', order: slot, amount: null }, reply)) return;
-    if (order.state !== 'authorized') {
-      expectProblem(reply, 409, 'order_not_voidable');
-      return;
-    }
-    const view = parse(reply.body);
-    expect(reply.status === 200 && view.state === 'voided', '200 voided', reply);
-    order.state = 'voided';
-    model.keys.set(key, {
-      operation: 'void',
-      order: slot,
-      amount: null,
-      status: 'stored',
-      answer: { status: reply.status, body: reply.body, location: reply.location },
-    });
+    serveAction(model, key, slot, 'void', null, reply);
   }
   toString = () => `void(slot ${this.slot}, m-void-${this.keySlot})`;
 }
 
+const cancelPath = (order: OrderModel) => `/v1/idempotency-keys/${order.createKey}/cancel`;
+
+/** A cancel that may go on: a visa order (a declined refund cannot undo a charge: the refunds suite's case) not canceled yet. */
+const cancelable = (order: OrderModel | undefined): order is OrderModel => order !== undefined && order.token === 'tok_visa';
+
 /**
- * Cancel by key on an order's create key: a charged order is refunded in
- * full (what is left of it), an authorization is voided, anything else has
- * nothing to undo; the key is canceled either way, and a second cancel
- * answers the same.
+ * What a cancel by key must answer, from the model: a charged order is
+ * refunded what is left of it (final money: captured less refunded), an
+ * authorization voided, anything else has nothing to undo. It settles on
+ * final money only: while another refund of the order is in flight (pending
+ * after a 503) it answers 409 cancel_in_progress with Retry-After; its own
+ * refund left pending by a 503 is resumed by its key; a 503 of its own
+ * refund is the provider's 503 (repeat the same cancel). Once settled, a
+ * second cancel answers the same.
  */
+function serveCancel(order: OrderModel, reply: Reply, outage: boolean): void {
+  if (order.canceled) {
+    expect(reply.status === order.canceled.status && sameCancel(reply.body, order.canceled.body), 'the same cancel answer', reply);
+    return;
+  }
+  order.cancelHeld = true;
+  const body = parse(reply.body);
+  const refunding = REFUNDABLE_STATES.includes(order.state) || order.state === 'refunded';
+  if (refunding && order.cancelRefund === null && order.reserved > 0) {
+    expectProblem(reply, 409, 'cancel_in_progress');
+    expect(reply.retryAfter !== undefined, 'Retry-After on the 409', reply);
+    return;
+  }
+  const left = order.cancelRefund ?? order.captured - order.refunded;
+  if (refunding && left > 0 && outage) {
+    expectProblem(reply, 503, 'payment_provider_unavailable');
+    if (order.cancelRefund === null) {
+      order.cancelRefund = left;
+      order.reserved += left;
+    }
+    return;
+  }
+  expect(reply.status === 200 && body.status === 'canceled', '200 canceled', reply);
+  if (refunding && left > 0) {
+    expect(body.outcome === 'refunded', `outcome refunded (${left} left of order ${order.id})`, reply);
+    expect(typeof body.refundId === 'string', 'the refund named (refundId)', reply);
+    if (order.cancelRefund !== null) order.reserved -= order.cancelRefund;
+    order.cancelRefund = null;
+    order.refunded += left;
+    order.state = 'refunded';
+  } else if (order.state === 'authorized') {
+    expect(body.outcome === 'voided', 'outcome voided', reply);
+    order.state = 'voided';
+  } else {
+    expect(body.outcome === 'nothing_to_undo', 'outcome nothing_to_undo', reply);
+  }
+  order.canceled = { status: reply.status, body: reply.body };
+}
+
+/** Cancel by key on an order's create key, on either instance, its refund meeting a provider outage or not. */
 export class CancelCommand implements Cmd {
+  constructor(
+    readonly slot: number,
+    readonly instance: number,
+    readonly outage: boolean,
+  ) {}
+  check = (model: Readonly<MoneyModel>) => model.orders.length > 0 && cancelable(model.orders[slotOf(model, this.slot)]);
+  async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
+    const order = model.orders[slotOf(model, this.slot)];
+    const gateway = system.instances[this.instance].gateway;
+    const calls = gateway.operationCalls.refund;
+    if (this.outage) gateway.failNextOperations('refund', 1);
+    const reply = await system.request(this.instance, 'post', cancelPath(order));
+    gateway.failNextOperations('refund', 0);
+    // An outage only meets a cancel whose refund reaches the provider; otherwise the cancel never called it.
+    serveCancel(order, reply, this.outage && gateway.operationCalls.refund > calls);
+  }
+  toString = () => `cancelByKey(slot ${this.slot}, i${this.instance}${this.outage ? ', provider down' : ''})`;
+}
+
+/**
+ * A cancel whose own refund's worker dies right after its claim, the
+ * reaper, then (by the command after) anything - a partial refund, the
+ * cancel again: the abandoned refund reserved nothing, and the next cancel
+ * refunds what is left then, under its own key, never 422.
+ */
+export class CancelCrashCommand implements Cmd {
   constructor(readonly slot: number) {}
-  // A refund that the issuer declines cannot undo a charge: that is the refunds suite's case, not a cancel's.
   check = (model: Readonly<MoneyModel>) => {
-    const order = model.orders.length > 0 ? model.orders[slotOf(model, this.slot)] : undefined;
-    return order !== undefined && order.reserved === 0 && order.token === 'tok_visa';
+    if (model.orders.length === 0 || model.jumps >= MAX_JUMPS) return false;
+    const order = model.orders[slotOf(model, this.slot)];
+    return (
+      cancelable(order) &&
+      !order.canceled &&
+      REFUNDABLE_STATES.includes(order.state) &&
+      order.cancelRefund === null &&
+      order.reserved === 0 &&
+      order.captured > order.refunded
+    );
   };
   async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
     const order = model.orders[slotOf(model, this.slot)];
-    const reply = await system.request(0, 'post', `/v1/idempotency-keys/${order.createKey}/cancel`);
-    if (order.canceled) {
-      expect(reply.status === order.canceled.status && sameCancel(reply.body, order.canceled.body), 'the same cancel answer', reply);
-      return;
-    }
-    const body = parse(reply.body);
-    expect(reply.status === 200 && body.status === 'canceled', '200 canceled', reply);
-    const left = refundable(order);
-    if (REFUNDABLE_STATES.includes(order.state) && left > 0) {
-      expect(body.outcome === 'refunded', `outcome refunded (${left} left of order ${order.id})`, reply);
-      order.refunded += left;
-      order.state = 'refunded';
-    } else if (order.state === 'authorized') {
-      expect(body.outcome === 'voided', 'outcome voided', reply);
-      order.state = 'voided';
-    } else {
-      expect(body.outcome === 'nothing_to_undo', 'outcome nothing_to_undo', reply);
-    }
-    order.canceled = { status: reply.status, body: reply.body };
+    system.armCrash(0, 'after-refund-claim');
+    const crashed = await system.request(0, 'post', cancelPath(order));
+    expect(system.crashed(0) && crashed.status === 500, "the cancel's refund worker to die after its claim", crashed);
+    order.cancelHeld = true;
+    await reapEverything(model, system, { before: 1, after: 0 });
   }
-  toString = () => `cancelByKey(slot ${this.slot})`;
+  toString = () => `cancelCrash(slot ${this.slot})`;
+}
+
+/**
+ * A cancel meeting another operation in flight on the other instance: its
+ * own repeat (its refund held at the provider), or a capture or void held
+ * there. The one that came second answers a retryable 409 (Retry-After) and
+ * changes nothing; the held one then finishes as if alone.
+ */
+export class CancelRaceCommand implements Cmd {
+  constructor(
+    readonly slot: number,
+    readonly against: 'cancel' | 'capture' | 'void',
+  ) {}
+  check = (model: Readonly<MoneyModel>) => {
+    if (model.orders.length === 0) return false;
+    const order = model.orders[slotOf(model, this.slot)];
+    if (!cancelable(order) || order.canceled || order.cancelRefund !== null) return false;
+    if (this.against === 'cancel')
+      return REFUNDABLE_STATES.includes(order.state) && order.reserved === 0 && order.captured > order.refunded;
+    return order.state === 'authorized';
+  };
+  async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
+    const slot = slotOf(model, this.slot);
+    const order = model.orders[slot];
+    const kind = this.against === 'cancel' ? 'refund' : this.against;
+    const hold = system.instances[0].gateway.holdNextOperation(kind);
+    const key = `m-${this.against}-race-${model.races++}`;
+    const first =
+      this.against === 'cancel'
+        ? system.request(0, 'post', cancelPath(order))
+        : system.request(0, 'post', `/v1/orders/${order.id}/${this.against}`, { key, body: {} });
+    await hold.reached;
+    const second = await system.request(1, 'post', cancelPath(order));
+    hold.release();
+    const reply = await first;
+    expect(second.status === 409 && second.retryAfter !== undefined && !second.replayed, 'a retryable 409 with Retry-After', second);
+    order.cancelHeld = true;
+    if (this.against === 'cancel') serveCancel(order, reply, false);
+    else serveAction(model, key, slot, this.against, null, reply);
+  }
+  toString = () => `cancelRace-${this.against}(slot ${this.slot}, against a ${this.against} in flight)`;
 }
 
 /** A second cancel answers what the first did (its time included): the cancel is idempotent itself. */
@@ -514,7 +746,57 @@ function sameCancel(got: string, first: string): boolean {
   return got === first || JSON.stringify({ ...parse(got) }) === JSON.stringify({ ...parse(first) });
 }
 
-/** After every command: the checker's money rules, and the model's amounts against each order as stored. */
+/** The mismatches settlement reconciliation reports over the whole run, as (kind, order) pairs. */
+async function reconcile(system: ProtocolSystem): Promise<SettlementMismatch[]> {
+  const now = system.clock.now().getTime();
+  const day = 24 * 3600 * 1000;
+  const service = system.primary.app.get(SettlementReconciliation);
+  // A mismatch is read again after the reaper's horizon before it is reported - in real time. Here the reaper's work is
+  // done by commands and the clock is the model's, so the second read follows the first at once.
+  if ('recheckAfterMs' in service) Object.defineProperty(service, 'recheckAfterMs', { value: 0 });
+  const report = await service.run(new Date(now - day), new Date(now + day));
+  return report.mismatches;
+}
+
+/** Reconciliation reports exactly `expected` (kind and order), nothing more. */
+async function expectReconciled(system: ProtocolSystem, expected: { kind: string; orderId: string }[], when: string): Promise<void> {
+  const got = (await reconcile(system)).map((m) => ({ kind: m.kind, orderId: m.orderId }));
+  const key = (list: { kind: string; orderId: string }[]) => JSON.stringify([...list].sort((a, b) => a.orderId.localeCompare(b.orderId)));
+  if (key(got) !== key(expected))
+    throw new Error(`settlement reconciliation (${when}) reported ${JSON.stringify(got)}, the model expected ${JSON.stringify(expected)}`);
+}
+
+/**
+ * A defect planted in the books: one clearing line of an order's sale off
+ * by a minor unit. Reconciliation must report exactly that order (amount
+ * differs, or missing at the provider when the provider holds nothing of
+ * it any more), and nothing once the line is put back.
+ */
+export class PlantedMismatchCommand implements Cmd {
+  constructor(readonly slot: number) {}
+  check = (model: Readonly<MoneyModel>) =>
+    model.orders.length > 0 &&
+    ['saved', 'captured', 'partially_refunded', 'refunded'].includes(model.orders[slotOf(model, this.slot)].state);
+  async run(model: MoneyModel, system: ProtocolSystem): Promise<void> {
+    const order = model.orders[slotOf(model, this.slot)];
+    const entries = system.primary.db.collection<{ orderId: string; account: string; direction: string; amountMinor: number }>(
+      'ledger_entries',
+    );
+    const line = { orderId: order.id, account: ACCOUNTS.providerClearing, direction: 'debit' };
+    const planted = await entries.updateOne(line, { $inc: { amountMinor: 1 } });
+    if (planted.modifiedCount !== 1) throw new Error(`order ${order.id} has no clearing debit to plant a mismatch in`);
+    try {
+      const kind = order.captured - order.refunded === 0 ? 'missing_at_provider' : 'amount_differs';
+      await expectReconciled(system, [{ kind, orderId: order.id }], `one clearing line of ${order.id} planted 1 off`);
+    } finally {
+      await entries.updateOne(line, { $inc: { amountMinor: -1 } });
+    }
+    await expectReconciled(system, [], 'the planted line put back');
+  }
+  toString = () => `plantedMismatch(slot ${this.slot})`;
+}
+
+/** After every command: the checkers' money rules, reconciliation on healthy books, and the model's amounts against each order as stored. */
 export async function checkMoney(model: MoneyModel, system: ProtocolSystem, settled: boolean): Promise<void> {
   const { db, simulatorDb } = system.primary;
   const violations = await findViolations({
@@ -524,16 +806,33 @@ export async function checkMoney(model: MoneyModel, system: ProtocolSystem, sett
     now: system.clock.now(),
     tombstoneSeconds: SETTINGS.tombstoneSeconds,
   });
+  violations.push(...(await manualCaptureViolations(db, simulatorDb)));
+  const mismatches = await reconcile(system);
+  if (mismatches.length > 0) violations.push(`settlement reconciliation on healthy books: ${JSON.stringify(mismatches)}`);
   for (const order of model.orders) {
     const stored = await db
-      .collection<{ _id: string; state: string; capturedMinor: number; refundedMinor: number; refundableMinor: number }>('orders')
+      .collection<{ _id: string; state: string; capturedMinor: number; refundedMinor: number; refundableMinor: number; currency: string }>(
+        'orders',
+      )
       .findOne({ _id: order.id });
     if (!stored) {
       violations.push(`order ${order.id}: missing`);
       continue;
     }
-    const expected = { state: order.state, captured: order.captured, refunded: order.refunded, refundable: refundable(order) };
-    const got = { state: stored.state, captured: stored.capturedMinor, refunded: stored.refundedMinor, refundable: stored.refundableMinor };
+    const expected = {
+      state: order.state,
+      captured: order.captured,
+      refunded: order.refunded,
+      refundable: refundable(order),
+      currency: order.currency,
+    };
+    const got = {
+      state: stored.state,
+      captured: stored.capturedMinor,
+      refunded: stored.refundedMinor,
+      refundable: stored.refundableMinor,
+      currency: stored.currency,
+    };
     if (JSON.stringify(expected) !== JSON.stringify(got))
       violations.push(`order ${order.id}: the store holds ${JSON.stringify(got)}, the model ${JSON.stringify(expected)}`);
   }
@@ -553,26 +852,40 @@ export async function checkMoney(model: MoneyModel, system: ProtocolSystem, sett
 export function moneyCommands(): fc.Arbitrary<Cmd>[] {
   const slot = fc.integer({ min: 0, max: ORDER_SLOTS - 1 });
   const keySlot = fc.integer({ min: 0, max: KEY_SLOTS - 1 });
-  const amount = fc.constantFrom(...AMOUNTS);
+  const instance = fc.integer({ min: 0, max: 1 });
+  const amount = fc.constantFrom(...REFUND_AMOUNTS);
   const create = fc
-    .tuple(fc.constantFrom<Capture>('automatic', 'manual'), fc.constantFrom<Token>('tok_visa', 'tok_visa', 'tok_refund_decline'))
-    .map(([capture, token]) => new CreateCommand(capture, token));
+    .tuple(
+      fc.constantFrom<Capture>('automatic', 'manual'),
+      fc.constantFrom<Token>('tok_visa', 'tok_visa', 'tok_refund_decline'),
+      fc.constantFrom<Currency>('USD', 'EUR', 'JPY'),
+    )
+    .map(([capture, token, currency]) => new CreateCommand(capture, token, currency));
   const refund = fc
-    .tuple(slot, keySlot, amount, fc.integer({ min: 0, max: 1 }), fc.integer({ min: 0, max: 4 }))
+    .tuple(slot, keySlot, amount, instance, fc.integer({ min: 0, max: 4 }))
     .map(([s, k, a, i, outage]) => new RefundCommand(s, k, a, i, outage === 0));
-  // fc.commands picks uniformly among these: creates and refunds listed twice, the rest once.
+  const cancel = fc.tuple(slot, instance, fc.integer({ min: 0, max: 2 })).map(([s, i, outage]) => new CancelCommand(s, i, outage === 0));
+  // fc.commands picks uniformly among these: creates and refunds listed twice, cancels three times (the seams), the rest once.
   return [
     create,
     create,
     refund,
     refund,
     fc.tuple(slot, keySlot, amount).map(([s, k, a]) => new RefundRaceCommand(s, k, a)),
+    fc.tuple(slot, keySlot, amount, keySlot, amount).map(([s, k, a, k2, a2]) => new RefundTwoKeysCommand(s, k, a, k2, a2)),
     fc
       .tuple(slot, keySlot, amount, fc.constantFrom(...REFUND_CRASH_POINTS))
       .map(([s, k, a, point]) => new RefundCrashCommand(s, k, a, point)),
-    fc.tuple(slot, fc.integer({ min: 0, max: 1 }), fc.constantFrom(null, 600)).map(([s, k, a]) => new CaptureCommand(s, k, a)),
+    fc.tuple(slot, fc.integer({ min: 0, max: 1 }), fc.constantFrom(...CAPTURE_AMOUNTS)).map(([s, k, a]) => new CaptureCommand(s, k, a)),
     fc.tuple(slot, fc.integer({ min: 0, max: 1 })).map(([s, k]) => new VoidCommand(s, k)),
-    slot.map((s) => new CancelCommand(s)),
+    cancel,
+    cancel,
+    cancel,
+    slot.map((s) => new CancelCrashCommand(s)),
+    fc
+      .tuple(slot, fc.constantFrom<'cancel' | 'capture' | 'void'>('cancel', 'capture', 'void'))
+      .map(([s, a]) => new CancelRaceCommand(s, a)),
+    slot.map((s) => new PlantedMismatchCommand(s)),
     slot.map((s) => new RetryCreateCommand(s)),
   ];
 }

@@ -275,6 +275,7 @@ function perOrder(store: Store, input: InvariantInput): string[] {
     if (charge) {
       const taken = charge.capturedMinor ?? charge.amountMinor;
       if (charge.amountMinor !== order.amountMinor) violations.push(`${where}: charge amount differs`);
+      if (charge.currency !== order.currency) violations.push(`${where}: charged in ${charge.currency}, the order is in ${order.currency}`);
       if (TAKEN.includes(order.state) && taken !== captured)
         violations.push(`${where}: the provider took ${taken}, the order says ${captured} captured`);
     }
@@ -290,9 +291,12 @@ function perOrder(store: Store, input: InvariantInput): string[] {
           payment.providerChargeId === atProvider.id &&
           payment.chargeKey === atProvider._id &&
           payment.currency === order.currency &&
+          payment.currency === atProvider.currency &&
+          (payment.capturedMinor === undefined || !TAKEN.includes(order.state) || payment.capturedMinor === captured) &&
           payment.tenant === order.tenant &&
           order.paymentId === payment._id;
-        if (!same) violations.push(`${where}: its payment ${payment._id} does not match its charge (amount, id, key, currency, tenant)`);
+        if (!same)
+          violations.push(`${where}: its payment ${payment._id} does not match its charge (amount, captured, id, key, currency, tenant)`);
       }
     }
     if (TAKEN.includes(order.state)) {
@@ -368,6 +372,11 @@ function afterTheCharge(store: Store): string[] {
       if (order.refundableMinor !== expected)
         violations.push(`${where}: refundable ${order.refundableMinor}, captured - refunded - in flight = ${expected}`);
     }
+    // Every provider operation on the order's charge moves the order's currency, never another.
+    for (const operation of operations.filter((candidate) => candidate.currency !== order.currency))
+      violations.push(`${where}: provider ${operation.kind} ${operation._id} in ${operation.currency}, the order is in ${order.currency}`);
+    for (const refund of refunds.filter((candidate) => candidate.currency !== order.currency || candidate.amountMinor <= 0))
+      violations.push(`${where}: refund ${refund._id} of ${refund.amountMinor} ${refund.currency}, the order is in ${order.currency}`);
     const captures = operations.filter((operation) => operation.kind === 'capture');
     const voids = operations.filter((operation) => operation.kind === 'void');
     if (captures.length + voids.length > 1)
@@ -542,8 +551,12 @@ function refunds(store: Store, input: InvariantInput): string[] {
         out.push(`${where}: its reversal is in another order, currency or tenant`);
       if (events.length !== 1) out.push(`${where}: ${events.length} order.refunded events`);
       if (!provider) out.push(`${where}: succeeded without a provider refund`);
-      else if (provider.amountMinor !== refund.amountMinor || provider.id !== refund.providerRefundId)
-        out.push(`${where}: the provider refunded ${provider.amountMinor} as ${provider.id}`);
+      else if (
+        provider.amountMinor !== refund.amountMinor ||
+        provider.currency !== refund.currency ||
+        provider.id !== refund.providerRefundId
+      )
+        out.push(`${where}: the provider refunded ${provider.amountMinor} ${provider.currency} as ${provider.id}`);
     } else {
       if (journal.length || events.length) out.push(`${where}: ${refund.state} but has a reversal journal or event`);
       if (refund.state === 'failed' && provider) out.push(`${where}: failed, but the provider refunded it`);

@@ -15,6 +15,7 @@ interface OrderDoc {
   _id: string;
   state: string;
   capture?: string;
+  currency: string;
   amountMinor: number;
   authorizedMinor: number;
   capturedMinor: number;
@@ -35,20 +36,22 @@ const ACTION_OPERATIONS = ['orders.capture', 'orders.void'];
 export async function manualCaptureViolations(db: Db, simulatorDb: Db): Promise<string[]> {
   const orders = await db.collection<OrderDoc>('orders').find({ capture: 'manual' }).toArray();
   const payments = await db
-    .collection<{ orderId: string; _id: string; status: string; capturedMinor?: number }>('payments')
+    .collection<{ orderId: string; _id: string; status: string; amountMinor: number; currency: string; capturedMinor?: number }>('payments')
     .find({})
     .toArray();
   const entries = await db
-    .collection<{ orderId: string; account: string; direction: string; amountMinor: number }>('ledger_entries')
+    .collection<{ orderId: string; account: string; direction: string; amountMinor: number; currency: string }>('ledger_entries')
     .find({})
     .toArray();
   const events = await db.collection<{ aggregateId: string; type: string }>('outbox_events').find({}).toArray();
   const charges = await simulatorDb
-    .collection<{ _id: string; status: string; amountMinor: number; capturedMinor?: number }>('charges')
+    .collection<{ _id: string; status: string; amountMinor: number; currency: string; capturedMinor?: number }>('charges')
     .find({})
     .toArray();
   const operations = await simulatorDb
-    .collection<{ _id: string; kind: string | null; status: string; chargeKey: string | null; amountMinor: number }>('operations')
+    .collection<{ _id: string; kind: string | null; status: string; chargeKey: string | null; amountMinor: number; currency: string }>(
+      'operations',
+    )
     .find({})
     .toArray();
   const records = await db
@@ -82,6 +85,17 @@ export async function manualCaptureViolations(db: Db, simulatorDb: Db): Promise<
         `${where}: refunded ${order.refundedMinor} / captured ${order.capturedMinor} / authorized ${order.authorizedMinor} out of order`,
       );
     if (succeeded.length > 1) out.push(`${where}: ${succeeded.length} captures/voids succeeded at the provider`);
+    // Amount and currency: the payment, the provider's charge and operations and every journal line are the order's.
+    for (const p of payment.filter((candidate) => candidate.amountMinor !== order.amountMinor || candidate.currency !== order.currency))
+      out.push(`${where}: payment ${p._id} of ${p.amountMinor} ${p.currency}, the order ${order.amountMinor} ${order.currency}`);
+    if (charge && (charge.amountMinor !== order.amountMinor || charge.currency !== order.currency))
+      out.push(`${where}: the provider's charge is ${charge.amountMinor} ${charge.currency}`);
+    const foreign = operations.filter(
+      (op) => op.chargeKey === `charge:${order._id}` && op.status === 'succeeded' && op.currency !== order.currency,
+    );
+    if (foreign.length) out.push(`${where}: provider ${foreign.map((op) => `${op.kind} in ${op.currency}`).join(', ')}`);
+    const lines = entries.filter((entry) => entry.orderId === order._id && entry.currency !== order.currency);
+    if (lines.length) out.push(`${where}: ${lines.length} journal lines in ${[...new Set(lines.map((l) => l.currency))].join(', ')}`);
     const held = order.pendingAction ?? null;
     if (held && order.state !== 'authorized') out.push(`${where}: held by a ${held.kind} but not authorized`);
     if (held && !records.some((record) => record._id === held.recordId && record.status === 'pending'))
