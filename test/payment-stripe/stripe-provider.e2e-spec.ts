@@ -83,6 +83,23 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
     expect(intentsOf(retried.body.id)).toHaveLength(1);
   });
 
+  it("Stripe's faults through the API: a 5xx after the money moved and lost answers still end in one order and one PaymentIntent", async () => {
+    // 5xx stored under the key after the charge: the adapter finds the PaymentIntent by metadata (searchable at once here).
+    fake.inject('server_error_after', /^\/v1\/payment_intents$/);
+    const found = await create('stripe-5xx-1').expect(201);
+    acknowledged.push(found.body.id);
+    expect(intentsOf(found.body.id).map((pi) => pi.status)).toEqual(['succeeded']);
+    // Answers lost twice (the SDK's closed-connection retry included): 503, and the client's retry resumes the same order.
+    fake.inject('lose_answer', /^\/v1\/payment_intents$/);
+    fake.inject('lose_answer', /^\/v1\/payment_intents$/);
+    const lost = await create('stripe-lost-1').expect(503);
+    expect(lost.headers['retry-after']).toBe('2');
+    const resumed = await create('stripe-lost-1').expect(201);
+    acknowledged.push(resumed.body.id);
+    expect(intentsOf(resumed.body.id)).toHaveLength(1);
+    expect(await t.db.collection('orders').countDocuments({ 'idempotency.recordId': { $regex: 'stripe-lost-1' } })).toBe(1);
+  });
+
   it('an asynchronous payment settles by a signed Stripe webhook, once, whatever the deliveries', async () => {
     const pending = await create('stripe-async-1', { paymentMethod: { token: 'tok_async' } }).expect(202);
     expect(pending.body.state).toBe('processing');
