@@ -1,4 +1,4 @@
-import { IDEMPOTENCY_PROBLEM_GUIDANCE, registerProblemGuidance, type ProblemGuidance } from '@idempotent-orders/nest-idempotency';
+import { IDEMPOTENCY_PROBLEM_GUIDANCE, type ProblemGuidance } from '@idempotent-orders/nest-idempotency';
 
 /** One code the app answers with: its status and what the client may do next. */
 export interface AppProblem extends ProblemGuidance {
@@ -20,7 +20,8 @@ const retrySameKey = (retryAfterSeconds: number) => ({ retryable: true, reuseKey
  * (`retryable`, `reuseKey`, `newKeySafe`; `retryAfterSeconds` is the
  * Retry-After sent when the error names none). The idempotency package's
  * codes carry their guidance in its own table (IDEMPOTENCY_PROBLEM_GUIDANCE)
- * and their status on the error; the two are registered together, so every
+ * and their status on the error; the app registers this table with the
+ * package once, where it sets up the package (idempotency.setup.ts), so every
  * problem+json the app sends carries the three fields. Services throw
  * DomainErrors with a code; only this table and the filter know about HTTP.
  */
@@ -100,8 +101,6 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   response_erased: { status: 410, ...IDEMPOTENCY_PROBLEM_GUIDANCE.response_erased },
   store_unavailable: { status: 503, ...IDEMPOTENCY_PROBLEM_GUIDANCE.store_unavailable },
 };
-
-registerProblemGuidance(APP_PROBLEMS);
 
 /** Domain error code -> HTTP status (from APP_PROBLEMS). */
 export const ERROR_STATUS: Record<string, number> = Object.fromEntries(

@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Problem, problem, PROBLEM_CONTENT_TYPE, retryAfterHeader } from '@idempotent-orders/nest-idempotency';
 // The app's guidance table, registered before any of these refusals is written.
-import '../common/error-status.js';
 
 /** Max length of one path parameter: a 255-character key, every character percent-encoded. */
 export const MAX_PARAM_LENGTH = 3 * 255;

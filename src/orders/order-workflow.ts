@@ -21,7 +21,6 @@ import { orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { orderView } from './order.view.js';
 // card_declined's guidance (stored with the 402) comes from the app's table.
-import '../common/error-status.js';
 
 /**
  * `request`: the client is waiting; charge the card (the derived charge key

@@ -21,7 +21,6 @@ import { REFUND_FAILURE, refundIdForClaim, type Refund, type RefundFailure } fro
 import { RefundRepository } from './refund.repository.js';
 import { refundLocation, refundView } from './refund.view.js';
 // refund_declined's guidance (stored with the 402) comes from the app's table.
-import '../common/error-status.js';
 
 /**
  * `request`: the client (or an internal caller) is waiting; ask the provider

@@ -58,6 +58,29 @@ function codesInTheSources(): Set<string> {
 }
 
 describe('the guidance table', () => {
+  // The table as the booted app has it: the app registers its codes where it sets up the package, at boot.
+  let booted: TestApp;
+  beforeAll(async () => {
+    booted = await startApp({ dbName: 'test_client_guidance_table' });
+  });
+  afterAll(async () => booted.close());
+
+  it('is filled where the app sets up the package, never as the side effect of importing a module', () => {
+    const sideEffectImports: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (path.endsWith('.ts')) {
+          for (const match of readFileSync(path, 'utf8').matchAll(/^import '(\.[^']+)';$/gm))
+            sideEffectImports.push(`${path}: ${match[1]}`);
+        }
+      }
+    };
+    walk(join(process.cwd(), 'src'));
+    expect(sideEffectImports).toEqual([]);
+  });
+
   it('gives every code of the tables and of the sources its three fields, consistently', () => {
     const codes = codesOfTheTables();
     const inSources = codesInTheSources();

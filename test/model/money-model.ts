@@ -849,18 +849,27 @@ export async function checkMoney(model: MoneyModel, system: ProtocolSystem, sett
   if (violations.length > 0) throw new Error(`money invariants broken:\n${violations.join('\n')}`);
 }
 
-export function moneyCommands(): fc.Arbitrary<Cmd>[] {
-  const slot = fc.integer({ min: 0, max: ORDER_SLOTS - 1 });
-  const keySlot = fc.integer({ min: 0, max: KEY_SLOTS - 1 });
-  const instance = fc.integer({ min: 0, max: 1 });
-  const amount = fc.constantFrom(...REFUND_AMOUNTS);
-  const create = fc
+/** One to three orders each run starts with (automatic or manual capture, any token and currency). */
+export function moneyOpening(): fc.Arbitrary<Cmd[]> {
+  return fc.array(createArbitrary(), { minLength: 1, maxLength: 3 });
+}
+
+function createArbitrary(): fc.Arbitrary<Cmd> {
+  return fc
     .tuple(
       fc.constantFrom<Capture>('automatic', 'manual'),
       fc.constantFrom<Token>('tok_visa', 'tok_visa', 'tok_refund_decline'),
       fc.constantFrom<Currency>('USD', 'EUR', 'JPY'),
     )
     .map(([capture, token, currency]) => new CreateCommand(capture, token, currency));
+}
+
+export function moneyCommands(): fc.Arbitrary<Cmd>[] {
+  const slot = fc.integer({ min: 0, max: ORDER_SLOTS - 1 });
+  const keySlot = fc.integer({ min: 0, max: KEY_SLOTS - 1 });
+  const instance = fc.integer({ min: 0, max: 1 });
+  const amount = fc.constantFrom(...REFUND_AMOUNTS);
+  const create = createArbitrary();
   const refund = fc
     .tuple(slot, keySlot, amount, instance, fc.integer({ min: 0, max: 4 }))
     .map(([s, k, a, i, outage]) => new RefundCommand(s, k, a, i, outage === 0));

@@ -1,19 +1,17 @@
 // Keeps the deployment files honest without a Docker engine: docker-compose.yml,
-// Dockerfile and .env.example are checked against each other and against
-// src/config/configuration.ts, the one list of settings.
+// Dockerfile and .env.example are checked against each other and against the
+// variables src/config declares (one class of them per namespace), the one list of settings.
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { parse } from 'yaml';
+import { environmentVariables } from '../../src/config/configuration.js';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
-/** Property names of the EnvironmentVariables class, e.g. `PORT: number = 3000;` or `MONGODB_URI?: string;`. */
+/** Property names of every namespace's variables class, e.g. `PORT: number = 3000;` or `MONGODB_URI?: string;`. */
 function declaredVariables(): string[] {
-  const source = read('src/config/configuration.ts');
-  const body = source.slice(source.indexOf('class EnvironmentVariables {'));
-  const classBody = body.slice(0, body.indexOf('\n}'));
-  return [...classBody.matchAll(/^\s+([A-Z][A-Z0-9_]+)[?]?:/gm)].map((match) => match[1]);
+  return environmentVariables();
 }
 
 const MIN_MONGO = 8_000_012; // 8.0.12 fixes CVE-2025-10060

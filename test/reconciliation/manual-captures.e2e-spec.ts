@@ -1,14 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { ACCOUNTS } from '../../src/ledger/journal.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
 import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
 import { findViolations } from '../support/invariants.js';
+import { reconcileCli } from '../support/reconcile-cli.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
-const CLI = fileURLToPath(new URL('../../dist/src/reconciliation/reconcile.cli.js', import.meta.url));
 const DB_NAME = 'test_settlement_capture';
 /** The re-check horizon of this file's app and CLI: max(lease, resume window) + the reaper's interval, 1.2 s here. */
 const RECHECK_ENV = { IDEMPOTENCY_LOCK_TIMEOUT_MS: '1000', IDEMPOTENCY_RESUME_WINDOW_MS: '0', REAPER_INTERVAL_MS: '200' };
@@ -72,22 +69,6 @@ describe('settlement reconciliation of manual captures', () => {
     return { card, full, partial, refunded };
   }
 
-  async function reconcileCli(from: Date, to: Date): Promise<{ code: number; stdout: string; stderr: string }> {
-    return promisify(execFile)(process.execPath, [CLI, '--from', from.toISOString(), '--to', to.toISOString()], {
-      env: {
-        ...process.env,
-        NODE_ENV: 'test',
-        MONGODB_DB_NAME: DB_NAME,
-        PAYMENT_SIMULATOR_DB_NAME: `${DB_NAME}_psp`,
-        LOG_LEVEL: 'silent',
-        ...RECHECK_ENV,
-      },
-    }).then(
-      (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
-      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-    );
-  }
-
   it('clean books with full and partial captures (one refunded) report nothing; npm run reconcile exits 0', async () => {
     const { full, partial, refunded } = await books();
     // The store as the books say: captured amounts, the refund, each clearing account net of its refunds.
@@ -111,7 +92,7 @@ describe('settlement reconciliation of manual captures', () => {
     expect(report).toMatchObject({ compared: 4, matched: 4 });
     expect(report.counts).toEqual({ missing_in_ledger: 0, missing_at_provider: 0, amount_differs: 0 });
 
-    const run = await reconcileCli(from, to);
+    const run = await reconcileCli(DB_NAME, from, to, RECHECK_ENV);
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(run.stdout)).toMatchObject({ compared: 4, matched: 4, mismatches: [] });
   });
@@ -142,7 +123,7 @@ describe('settlement reconciliation of manual captures', () => {
         [partial, 'amount_differs', 1000, 900],
       ].sort(),
     );
-    const run = await reconcileCli(from, to);
+    const run = await reconcileCli(DB_NAME, from, to, RECHECK_ENV);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ counts: { missing_in_ledger: 1, missing_at_provider: 0, amount_differs: 1 } });
   });

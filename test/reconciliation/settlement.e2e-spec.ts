@@ -1,17 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { ACCOUNTS } from '../../src/ledger/journal.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
 import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
 import type { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
+import { reconcileCli } from '../support/reconcile-cli.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { deliver, eventFor, newWebhookSecret } from '../support/webhooks.js';
 
-const CLI = fileURLToPath(new URL('../../dist/src/reconciliation/reconcile.cli.js', import.meta.url));
 const PROCESSING_BOUND_MS = 1000;
 const DB_NAME = 'test_settlement';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -123,19 +120,7 @@ describe('settlement reconciliation', () => {
     expect(metrics).toContain('settlement_reconciliation_mismatches{kind="amount_differs"} 1');
 
     // The same report from the command line (npm run reconcile -- --from --to), exit 1 for mismatches.
-    const run = await promisify(execFile)(process.execPath, [CLI, '--from', from.toISOString(), '--to', to.toISOString()], {
-      env: {
-        ...process.env,
-        NODE_ENV: 'test',
-        MONGODB_DB_NAME: DB_NAME,
-        PAYMENT_SIMULATOR_DB_NAME: `${DB_NAME}_psp`,
-        LOG_LEVEL: 'silent',
-        ...RECHECK_ENV,
-      },
-    }).then(
-      (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
-      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-    );
+    const run = await reconcileCli(DB_NAME, from, to, RECHECK_ENV);
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 1, stderr: '' });
     expect(JSON.parse(run.stdout)).toMatchObject({
       compared: 5,

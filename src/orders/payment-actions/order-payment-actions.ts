@@ -30,7 +30,6 @@ import { orderView } from '../order.view.js';
 import { OrderNotFoundError } from '../orders.errors.js';
 import { CaptureExceedsAuthorizedError, OrderNotCapturableError, OrderNotVoidableError } from './payment-actions.errors.js';
 // The refusals' guidance (stored with their problems) comes from the app's table.
-import '../../common/error-status.js';
 
 export const CAPTURE_ORDER_OPERATION = 'orders.capture';
 export const VOID_ORDER_OPERATION = 'orders.void';

@@ -1,18 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { ConfigurationError, DEV_WEBHOOK_SECRET, loadConfiguration } from './configuration.js';
+import { configurationProblems as problemsOf, DEV_WEBHOOK_SECRET, loadConfiguration } from './configuration.js';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
-
-function problemsOf(env: NodeJS.ProcessEnv): string[] {
-  try {
-    loadConfiguration(env);
-    return [];
-  } catch (error) {
-    if (error instanceof ConfigurationError) return error.problems;
-    throw error;
-  }
-}
 
 /** Test mode with a real store URI: what every e2e file boots with (dev defaults allowed). */
 const REAL_STORE = { MONGODB_URI: 'mongodb://db.internal:27017/?replicaSet=rs0' };
