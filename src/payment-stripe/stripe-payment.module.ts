@@ -7,7 +7,8 @@ import { createStripeClient } from './stripe-client.js';
 import { StripePaymentGateway } from './stripe-payment.gateway.js';
 import { StripeProviderStatement } from './stripe-provider-statement.js';
 import { StripeRequestJournal, type JournalEntry } from './stripe-request.journal.js';
-import { parseStripeSettings, type StripeSettings } from './stripe.settings.js';
+import { stripeConfig, type StripeConfig } from '../config/stripe.config.js';
+import type { StripeSettings } from './stripe.settings.js';
 import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
 
 /**
@@ -18,12 +19,8 @@ import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
  */
 @Module({
   providers: [
-    // Null unless PAYMENT_PROVIDER=stripe: the simulator's deployments need no Stripe secret, and get no Stripe client.
-    {
-      provide: STRIPE_SETTINGS,
-      useFactory: (): StripeSettings | null =>
-        process.env.PAYMENT_PROVIDER === 'stripe' ? parseStripeSettings(process.env, process.env.NODE_ENV === 'production') : null,
-    },
+    // Null unless PAYMENT_PROVIDER=stripe (config/stripe.config.ts): the simulator's deployments need no Stripe secret, and get no client.
+    { provide: STRIPE_SETTINGS, inject: [stripeConfig.KEY], useFactory: (config: StripeConfig): StripeSettings | null => config.stripe },
     {
       provide: STRIPE_CLIENT,
       inject: [STRIPE_SETTINGS],
