@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { StripeWebhooksModule } from './payment-stripe/stripe-webhooks.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { CommonModule } from './common/common.module.js';
 import { AppConfigModule } from './config/config.module.js';
@@ -29,6 +30,7 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
     PrivacyModule,
     RefundsModule,
     WebhooksModule,
+    StripeWebhooksModule,
     ReconciliationModule,
   ],
 })

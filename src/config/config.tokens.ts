@@ -1,5 +1,6 @@
 import { registerAs, type ConfigType } from '@nestjs/config';
 import { loadConfiguration } from './configuration.js';
+import { stripeConfig } from './stripe.config.js';
 
 /*
  * Namespaced, typed configuration. Each namespace re-reads the same validated
@@ -33,6 +34,7 @@ export const allConfig = [
   metricsConfig,
   webhooksConfig,
   webhookDeliveryConfig,
+  stripeConfig,
 ];
 
 export type AppConfig = ConfigType<typeof appConfig>;

@@ -130,7 +130,10 @@ export class PaymentProviderUnavailableError extends DomainError {
  * repeated call answers what the first did) and let reconciliation look it
  * up - cancelling the key when nothing was done under it, so that a slow
  * worker still holding it can never act afterwards (like cancelling a
- * payment intent). Stripe, Adyen and Square all offer both.
+ * payment intent). Not every provider offers both as such: Stripe has no
+ * look-up by idempotency key and forgets keys after 24 h, so its adapter
+ * builds them from a journal of its requests, a tombstone request and the
+ * Search API (docs/providers/stripe.md).
  */
 export abstract class PaymentGateway {
   /** Authorize and capture at once (automatic capture), or answer `processing` for an asynchronous method. */

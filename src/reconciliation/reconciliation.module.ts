@@ -7,15 +7,23 @@ import { ProviderStatement } from './provider-statement.js';
 import { SettlementReconciliation } from './settlement-reconciliation.service.js';
 import { SimulatedProviderStatement } from './simulated-provider-statement.js';
 import { WorkInFlight } from './work-in-flight.js';
+import { StripePaymentModule } from '../payment-stripe/stripe-payment.module.js';
+import { StripeProviderStatement } from '../payment-stripe/stripe-provider-statement.js';
 
 /** The checks against the provider: no order `processing` past its bound, and the ledger's clearing account = the provider's statement. */
 @Module({
-  imports: [OrdersModule, PaymentsModule, LedgerModule],
+  imports: [OrdersModule, PaymentsModule, LedgerModule, StripePaymentModule],
   providers: [
     ProcessingReconciler,
     SettlementReconciliation,
     WorkInFlight,
-    { provide: ProviderStatement, useClass: SimulatedProviderStatement },
+    SimulatedProviderStatement,
+    // PAYMENT_PROVIDER=stripe: Stripe's balance transactions (provided only then), else the simulator's books.
+    {
+      provide: ProviderStatement,
+      inject: [SimulatedProviderStatement, StripeProviderStatement],
+      useFactory: (simulator: SimulatedProviderStatement, stripe: StripeProviderStatement | null) => stripe ?? simulator,
+    },
   ],
   exports: [ProcessingReconciler, SettlementReconciliation],
 })

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { toProblemResponse, sendProblem } from '../common/problem-details.filter.js';
 import { DomainError } from '../common/domain-error.js';
 import type { WebhooksConfig } from '../config/config.tokens.js';
-import { isSignedRawBodyRoute } from '../http/signed-raw-body.js';
+import { isSignedRawBodyRoute, signatureSchemeOf } from '../http/signed-raw-body.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { WebhookVerifier } from './webhook-verifier.js';
 import { WebhookPayloadTooLargeError, WebhookSourceRateLimitedError } from './webhooks.errors.js';
@@ -85,7 +85,8 @@ export function guardWebhookDoor(
       refusal = new WebhookSourceRateLimitedError(retryAfter);
     } else if (Number(request.headers['content-length'] ?? 0) > config.bodyLimitBytes) {
       refusal = new WebhookPayloadTooLargeError(config.bodyLimitBytes);
-    } else {
+    } else if (signatureSchemeOf(request) === 'standard-webhooks') {
+      // Stripe's door checks its one Stripe-Signature itself, with the SDK (payment-stripe/stripe-webhooks.controller.ts).
       try {
         verifier.checkHeaders(request.raw.headersDistinct);
       } catch (error) {

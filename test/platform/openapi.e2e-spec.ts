@@ -60,7 +60,7 @@ describe('OpenAPI document', () => {
           gaps.push(`${method.toUpperCase()} ${path}: no success`);
         if (path.startsWith('/v1/')) {
           // The provider's webhook door has no tenant, so no tenant rate limit: its 401 is the signature's.
-          const statuses = path === '/v1/webhooks/payments' ? ['401', '503'] : ['401', '429', '503'];
+          const statuses = path.startsWith('/v1/webhooks/') ? ['401', '503'] : ['401', '429', '503'];
           for (const status of statuses) if (!operation.responses[status]) gaps.push(`${method.toUpperCase()} ${path}: no ${status}`);
         }
       }
@@ -237,6 +237,8 @@ describe('OpenAPI document', () => {
           .map((status) => `${method.toUpperCase()} ${path} ${status}`),
       ),
     );
-    expect(documented.filter((answer) => !check.checked.has(answer))).toEqual([]);
+    // Stripe's door answers only with PAYMENT_PROVIDER=stripe: test/stripe-provider.e2e-spec.ts checks its answers against this document.
+    const elsewhere = new Set(['POST /v1/webhooks/stripe 200']);
+    expect(documented.filter((answer) => !check.checked.has(answer) && !elsewhere.has(answer))).toEqual([]);
   });
 });

@@ -1,0 +1,577 @@
+import { Logger } from '@nestjs/common';
+import Stripe from 'stripe';
+import { Clock } from '../common/clock.js';
+import {
+  PaymentGateway,
+  PaymentProviderUnavailableError,
+  type AsyncChargeResult,
+  type AsyncPaymentMethod,
+  type Authorization,
+  type AuthorizeResult,
+  type CaptureRequest,
+  type Charge,
+  type ChargeRequest,
+  type ChargeResult,
+  type OperationKind,
+  type OperationResult,
+  type ReconcileResult,
+  type RefundRequest,
+  type RefusalReason,
+  type VoidRequest,
+} from '../payments/payment-gateway.port.js';
+import { StripeIdempotencyKeyMisuseError, StripeServerError, StripeUnexpectedAnswerError } from './stripe.errors.js';
+import type { JournalEntry, JournaledCall, StripeRequestJournal } from './stripe-request.journal.js';
+import type { StripeSettings } from './stripe.settings.js';
+
+/** The API version this adapter was written and tested against; the SDK sends it on every call (Stripe-Version). */
+export const STRIPE_API_VERSION = '2026-10-28.endive' as const;
+
+/**
+ * Stripe keeps an idempotency key 24 hours. Inside this window (an hour of
+ * margin for clock skew and slow calls) a replay under the key answers what
+ * the first call did; past it a replay would be a NEW request, so the
+ * adapter looks the object up instead.
+ */
+export const KEY_WINDOW_MS = 23 * 60 * 60 * 1000;
+
+/** A card authorization lasts 7 days at Stripe (online card payments); the PaymentIntent does not say so without expansion. */
+const AUTHORIZATION_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Keys derived by this service: nothing that could break out of a search query's quotes. */
+const SEARCHABLE_KEY = /^[A-Za-z0-9_:.-]{1,200}$/;
+
+type Intent = Stripe.PaymentIntent;
+type Answer<T> =
+  | { ok: T }
+  | { card: Stripe.errors.StripeCardError }
+  | { invalid: Stripe.errors.StripeInvalidRequestError }
+  /** The key turned out to be reconciliation's tombstone: nothing happens under it, ever. */
+  | { canceled: true };
+
+/**
+ * The payment gateway port on Stripe (PaymentIntents and Refunds, official
+ * SDK, API version pinned). Every call goes out under the key the caller
+ * derived, as Stripe's `Idempotency-Key`, and is journaled first
+ * (stripe-request.journal.ts) so that reconciliation can replay it.
+ *
+ * What each Stripe answer means here:
+ * - 402 `card_error`: declined (Stripe stores it under the key: a replay answers the same);
+ * - connection errors, 5xx, 429, 409 (`idempotency_key_in_use`, lock
+ *   timeouts): transient - PaymentProviderUnavailableError, a 503 with
+ *   Retry-After, the record stays resumable and the retry reuses the key;
+ * - 400 `idempotency_error`: the key was used for another request. Either
+ *   reconciliation canceled the key (it bound the key to a tombstone, see
+ *   cancelAtStripe) - answered `canceled` - or our key derivation is wrong:
+ *   StripeIdempotencyKeyMisuseError, loud, never retried under a new key;
+ * - other 400s of a capture, void or refund: a refusal, mapped from Stripe's
+ *   code and the PaymentIntent's state.
+ *
+ * Cancel by key, which Stripe does not offer: reconciliation sends a
+ * harmless request under the key (an unconfirmed PaymentIntent with
+ * `metadata.tombstone_for`). If Stripe accepts it, nothing had been sent
+ * under the key and nothing ever can be while Stripe keeps it (24 h); the
+ * tombstone is canceled and the journal says so. If Stripe answers
+ * `idempotency_error`, the original request arrived: it is replayed, same
+ * key, same parameters, for its answer.
+ */
+export class StripePaymentGateway extends PaymentGateway {
+  private readonly logger = new Logger(StripePaymentGateway.name);
+
+  constructor(
+    private readonly stripe: Stripe,
+    private readonly journal: StripeRequestJournal,
+    private readonly clock: Clock,
+    private readonly settings: Pick<StripeSettings, 'retryAfterSeconds'>,
+  ) {
+    super();
+  }
+
+  async charge(request: ChargeRequest): Promise<ChargeResult> {
+    const found = await this.openIntent(request, 'charge');
+    switch (found.outcome) {
+      case 'charged':
+        return { outcome: 'succeeded', charge: found.charge };
+      case 'authorized':
+        throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} holds an authorization, not a charge`);
+      default:
+        return found;
+    }
+  }
+
+  async authorize(request: ChargeRequest): Promise<AuthorizeResult> {
+    const found = await this.openIntent(request, 'authorize');
+    switch (found.outcome) {
+      case 'authorized':
+      case 'declined':
+      case 'canceled':
+        return found;
+      default:
+        throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} answered ${found.outcome} to an authorization`);
+    }
+  }
+
+  async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
+    const entry = await this.journal.openOrGet(this.tombstoneEntry(chargeKey, null));
+    if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
+    if (!this.withinKeyWindow(entry)) {
+      // Past the key window: the search index has long caught up (its lag is under a minute), so not found means never created.
+      const intent = await this.searchIntent(chargeKey);
+      if (intent) return this.intentOutcome(intent);
+      await this.journal.canceled(chargeKey);
+      return { outcome: 'canceled' };
+    }
+    if (await this.cancelAtStripe(chargeKey)) return { outcome: 'canceled' };
+    return this.replayIntent(entry);
+  }
+
+  async processingOrCancel(chargeKey: string): Promise<AsyncChargeResult> {
+    const intent = await this.findIntent(chargeKey);
+    if (!intent) return { outcome: 'canceled' };
+    let current = intent;
+    if (current.status === 'processing' || current.status === 'requires_action' || current.status === 'requires_confirmation') {
+      const canceled = await this.call(chargeKey, () =>
+        this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${chargeKey}:expire` }),
+      );
+      // Stripe cannot cancel most payments once processing: the answer is the intent as it stands.
+      if ('invalid' in canceled && canceled.invalid.payment_intent) current = canceled.invalid.payment_intent;
+      else if ('ok' in canceled) current = canceled.ok;
+      else throw new StripeUnexpectedAnswerError(`cancel of ${current.id}: ${describe(canceled)}`);
+    }
+    const outcome = this.intentOutcome(current);
+    switch (outcome.outcome) {
+      case 'charged':
+        return { outcome: 'succeeded', charge: outcome.charge };
+      case 'declined':
+      case 'canceled':
+        return outcome;
+      default:
+        // Still processing and Stripe would not cancel it: money may still arrive - the order keeps waiting, under its method's bound.
+        return { outcome: 'still_processing', method: asyncMethodOf(current) };
+    }
+  }
+
+  async capture(request: CaptureRequest): Promise<OperationResult> {
+    const intent = await this.findIntent(request.chargeKey);
+    if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    return this.operate(request.captureKey, request.chargeKey, {
+      kind: 'capture',
+      intentId: intent.id,
+      params: { amount_to_capture: request.amountMinor, metadata: { capture_key: request.captureKey } },
+    });
+  }
+
+  async void(request: VoidRequest): Promise<OperationResult> {
+    const intent = await this.findIntent(request.chargeKey);
+    if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    return this.operate(request.voidKey, request.chargeKey, {
+      kind: 'void',
+      intentId: intent.id,
+      params: { cancellation_reason: 'requested_by_customer' },
+    });
+  }
+
+  async refund(request: RefundRequest): Promise<OperationResult> {
+    const intent = await this.findIntent(request.chargeKey);
+    if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    return this.operate(request.refundKey, request.chargeKey, {
+      kind: 'refund',
+      params: {
+        payment_intent: intent.id,
+        amount: request.amountMinor,
+        metadata: { refund_key: request.refundKey, charge_key: request.chargeKey },
+      },
+    });
+  }
+
+  async operationOrCancel(key: string): Promise<OperationResult> {
+    const entry = await this.journal.openOrGet(this.tombstoneEntry(key, null));
+    if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
+    if (this.withinKeyWindow(entry)) {
+      if (await this.cancelAtStripe(key)) return { outcome: 'canceled' };
+      return this.send(key, entry.chargeKey!, entry.call);
+    }
+    return this.operationPastWindow(entry);
+  }
+
+  // --- charges -------------------------------------------------------------
+
+  private async openIntent(request: ChargeRequest, kind: 'charge' | 'authorize'): Promise<ReconcileResult> {
+    const call: JournaledCall = { kind, params: intentParams(request, kind) };
+    const entry = await this.journal.openOrGet({
+      _id: request.chargeKey,
+      call,
+      chargeKey: request.chargeKey,
+      firstSentAt: this.clock.now(),
+      objectId: null,
+    });
+    if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
+    if (entry.call.kind !== kind) throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} was used for ${entry.call.kind}`);
+    return this.replayIntent({ ...entry, call });
+  }
+
+  /** The create of the journaled PaymentIntent under its key: the first answer, whoever asks and however often. */
+  private async replayIntent(entry: JournalEntry): Promise<ReconcileResult> {
+    const key = entry._id;
+    const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
+    let answer: Answer<Intent>;
+    try {
+      answer = await this.call(key, () => this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: key }));
+    } catch (error) {
+      // A 5xx is stored under the key too (Stripe replays it for 24 h), even when the money moved before it:
+      // the PaymentIntent's metadata is the way to it. Not searchable yet (its lag): still unavailable, retry.
+      if (!(error instanceof StripeServerError)) throw error;
+      const intent = await this.searchIntent(key);
+      if (!intent) throw error;
+      answer = { ok: intent };
+    }
+    if ('canceled' in answer) return { outcome: 'canceled' };
+    if ('card' in answer) return { outcome: 'declined', reason: answer.card.code ?? 'card_declined' };
+    if ('invalid' in answer) throw new StripeUnexpectedAnswerError(`create under ${key}: ${describe(answer)}`);
+    await this.journal.learned(key, answer.ok.id).catch(() => undefined);
+    return this.intentOutcome(answer.ok);
+  }
+
+  private intentOutcome(intent: Intent): ReconcileResult {
+    const key = intent.metadata?.charge_key ?? '';
+    switch (intent.status) {
+      case 'succeeded':
+        return { outcome: 'charged', charge: toCharge(intent, key) };
+      case 'requires_capture':
+        return { outcome: 'authorized', authorization: toAuthorization(intent, key) };
+      case 'processing':
+      case 'requires_action':
+      case 'requires_confirmation':
+        return { outcome: 'processing' };
+      case 'canceled':
+        return { outcome: 'canceled' };
+      case 'requires_payment_method':
+        return { outcome: 'declined', reason: intent.last_payment_error?.code ?? 'card_declined' };
+      default:
+        throw new StripeUnexpectedAnswerError(`PaymentIntent ${intent.id} in status ${intent.status}`);
+    }
+  }
+
+  /**
+   * The PaymentIntent under a charge key: by the id the journal learned (a
+   * strongly consistent retrieve), else by replaying the journaled create
+   * inside the key window, else by metadata search (past the window the
+   * search index has caught up).
+   */
+  private async findIntent(chargeKey: string): Promise<Intent | null> {
+    const entry = await this.journal.find(chargeKey);
+    if (!entry || entry.call.kind === 'canceled') return this.withinKeyWindow(entry) ? null : this.searchIntent(chargeKey);
+    if (entry.objectId) {
+      const got = await this.call(chargeKey, () => this.stripe.paymentIntents.retrieve(entry.objectId!));
+      if ('ok' in got) return got.ok;
+    }
+    if (this.withinKeyWindow(entry)) {
+      const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
+      const answer = await this.call(chargeKey, () =>
+        this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: chargeKey }),
+      );
+      if ('ok' in answer) return answer.ok;
+      if ('card' in answer) return answer.card.payment_intent ?? null;
+      return null;
+    }
+    return this.searchIntent(chargeKey);
+  }
+
+  private async searchIntent(chargeKey: string): Promise<Intent | null> {
+    if (!SEARCHABLE_KEY.test(chargeKey)) throw new StripeUnexpectedAnswerError(`charge key ${chargeKey} cannot be searched`);
+    const found = await this.call(chargeKey, () =>
+      this.stripe.paymentIntents.search({ query: `metadata['charge_key']:'${chargeKey}'`, limit: 10 }),
+    );
+    if (!('ok' in found)) throw new StripeUnexpectedAnswerError(`search for ${chargeKey}: ${describe(found)}`);
+    const intents = found.ok.data.filter((intent) => intent.metadata?.charge_key === chargeKey);
+    if (intents.length > 1) throw new StripeUnexpectedAnswerError(`${intents.length} PaymentIntents carry charge key ${chargeKey}`);
+    return intents[0] ?? null;
+  }
+
+  // --- capture, void, refund -----------------------------------------------
+
+  private async operate(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
+    const entry = await this.journal.openOrGet({ _id: key, call, chargeKey, firstSentAt: this.clock.now(), objectId: null });
+    if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
+    if (entry.call.kind !== call.kind) throw new StripeUnexpectedAnswerError(`key ${key} was used for ${entry.call.kind}`);
+    return this.send(key, chargeKey, entry.call);
+  }
+
+  private async send(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
+    const options = { idempotencyKey: key };
+    switch (call.kind) {
+      case 'capture': {
+        const answer = await this.call(key, () => this.stripe.paymentIntents.capture(call.intentId, call.params as never, options));
+        if ('ok' in answer) return succeeded(key, 'capture', chargeKey, answer.ok.latest_charge, answer.ok, answer.ok.amount_received);
+        if ('canceled' in answer) return { outcome: 'canceled' };
+        return { outcome: 'refused', reason: authorizationRefusal(answer) };
+      }
+      case 'void': {
+        const answer = await this.call(key, () => this.stripe.paymentIntents.cancel(call.intentId, call.params as never, options));
+        if ('ok' in answer) return succeeded(key, 'void', chargeKey, null, answer.ok, answer.ok.amount);
+        if ('canceled' in answer) return { outcome: 'canceled' };
+        return { outcome: 'refused', reason: authorizationRefusal(answer) };
+      }
+      case 'refund': {
+        const answer = await this.call(key, () => this.stripe.refunds.create(call.params as never, options));
+        if ('ok' in answer) {
+          const refund = answer.ok;
+          await this.journal.learned(key, refund.id).catch(() => undefined);
+          // Card refunds are `succeeded` at once or `pending` (they then succeed); `failed`/`canceled`: the issuer refused.
+          if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
+          return {
+            outcome: 'succeeded',
+            operation: {
+              id: refund.id,
+              key,
+              kind: 'refund',
+              chargeKey,
+              amountMinor: refund.amount,
+              currency: refund.currency.toUpperCase(),
+              createdAt: new Date(refund.created * 1000),
+            },
+          };
+        }
+        if ('canceled' in answer) return { outcome: 'canceled' };
+        return { outcome: 'refused', reason: refundRefusal(answer) };
+      }
+      default:
+        throw new StripeUnexpectedAnswerError(`key ${key} journals a ${call.kind}, not an operation`);
+    }
+  }
+
+  /** Past the key window a replay would be a new request: read what the payment shows instead. */
+  private async operationPastWindow(entry: JournalEntry): Promise<OperationResult> {
+    const key = entry._id;
+    const chargeKey = entry.chargeKey!;
+    const call = entry.call as JournaledCall;
+    const intent = await this.findIntent(chargeKey);
+    if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    if (call.kind === 'refund') {
+      const listed = await this.call(key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
+      if (!('ok' in listed)) throw new StripeUnexpectedAnswerError(`refunds of ${intent.id}: ${describe(listed)}`);
+      const refund = listed.ok.data.find((candidate) => candidate.metadata?.refund_key === key);
+      if (!refund) {
+        await this.journal.canceled(key);
+        return { outcome: 'canceled' };
+      }
+      if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
+      return {
+        outcome: 'succeeded',
+        operation: {
+          id: refund.id,
+          key,
+          kind: 'refund',
+          chargeKey,
+          amountMinor: refund.amount,
+          currency: refund.currency.toUpperCase(),
+          createdAt: new Date(refund.created * 1000),
+        },
+      };
+    }
+    if (call.kind === 'capture' && intent.status === 'succeeded' && intent.metadata?.capture_key === key) {
+      return succeeded(key, 'capture', chargeKey, intent.latest_charge, intent, intent.amount_received);
+    }
+    if (call.kind === 'void' && intent.status === 'canceled' && intent.cancellation_reason === 'requested_by_customer') {
+      return succeeded(key, 'void', chargeKey, null, intent, intent.amount);
+    }
+    await this.journal.canceled(key);
+    return { outcome: 'canceled' };
+  }
+
+  // --- cancel by key ---------------------------------------------------------
+
+  private tombstoneEntry(key: string, chargeKey: string | null): JournalEntry {
+    return { _id: key, call: { kind: 'canceled' }, chargeKey, firstSentAt: this.clock.now(), objectId: null };
+  }
+
+  /**
+   * Binds the key at Stripe to a tombstone if nothing was sent under it yet.
+   * True: the key is now the tombstone's (canceled, and the journal says
+   * so); false: the key carries another request (Stripe's 400
+   * idempotency_error), which the caller replays for its answer.
+   */
+  private async cancelAtStripe(key: string): Promise<boolean> {
+    const answer = await this.call(key, () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }), {
+      idempotencyErrorIsAnswer: true,
+    });
+    if (answer === IDEMPOTENCY_ERROR) return false;
+    if (!('ok' in answer)) throw new StripeUnexpectedAnswerError(`tombstone under ${key}: ${describe(answer)}`);
+    if (answer.ok.status !== 'canceled') {
+      await this.call(`${key}:tombstone`, () =>
+        this.stripe.paymentIntents.cancel(answer.ok.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${key}:tombstone` }),
+      );
+    }
+    await this.journal.canceled(key);
+    return true;
+  }
+
+  private withinKeyWindow(entry: Pick<JournalEntry, 'firstSentAt'> | null): boolean {
+    return !!entry && this.clock.now().getTime() - entry.firstSentAt.getTime() < KEY_WINDOW_MS;
+  }
+
+  // --- one call, every answer mapped ------------------------------------------
+
+  private async call<T>(key: string, send: () => Promise<T>): Promise<Answer<T>>;
+  private async call<T>(
+    key: string,
+    send: () => Promise<T>,
+    options: { idempotencyErrorIsAnswer: true },
+  ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR>;
+  private async call<T>(
+    key: string,
+    send: () => Promise<T>,
+    options?: { idempotencyErrorIsAnswer: true },
+  ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR> {
+    try {
+      return { ok: await send() };
+    } catch (error) {
+      if (!(error instanceof Stripe.errors.StripeError)) throw error;
+      if (error instanceof Stripe.errors.StripeCardError) return { card: error };
+      if (error instanceof Stripe.errors.StripeIdempotencyError) {
+        if (options?.idempotencyErrorIsAnswer) return IDEMPOTENCY_ERROR;
+        return this.misusedOrCanceled(key, error);
+      }
+      if (isTransient(error)) {
+        if ((error.statusCode ?? 0) >= 500) throw new StripeServerError(this.settings.retryAfterSeconds);
+        throw new PaymentProviderUnavailableError(this.settings.retryAfterSeconds);
+      }
+      if (error instanceof Stripe.errors.StripeInvalidRequestError) return { invalid: error };
+      // 401/403: our key or account is wrong - a 500 for us, never a decline stored against the customer.
+      throw new StripeUnexpectedAnswerError(`${error.type} ${error.statusCode ?? ''} ${error.code ?? ''}`.trim());
+    }
+  }
+
+  /**
+   * `idempotency_error` on our own request: reconciliation's tombstone
+   * holds the key (the same tombstone request is then answered from
+   * Stripe's store: canceled), or our derivation gave one key to two
+   * different requests - loud, and never retried under another key.
+   */
+  private async misusedOrCanceled(key: string, error: Stripe.errors.StripeIdempotencyError): Promise<{ canceled: true }> {
+    const probe = await this.call(key, () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }), {
+      idempotencyErrorIsAnswer: true,
+    });
+    if (probe !== IDEMPOTENCY_ERROR && 'ok' in probe && probe.ok.metadata?.tombstone_for === key) {
+      await this.journal.canceled(key);
+      return { canceled: true };
+    }
+    const misuse = new StripeIdempotencyKeyMisuseError(key, error.message);
+    this.logger.error(misuse.message);
+    throw misuse;
+  }
+}
+
+/** Stripe's 400 idempotency_error, when the caller asked for it as an answer (cancelAtStripe). */
+const IDEMPOTENCY_ERROR = Symbol('idempotency_error');
+
+/** Cards settle in minutes; every other asynchronous method Stripe offers here (debits, transfers) takes days: the bank-transfer bound. */
+function asyncMethodOf(intent: Intent): AsyncPaymentMethod {
+  const type = intent.payment_method_types?.[0] ?? 'card';
+  return type === 'card' ? 'card' : 'bank_transfer';
+}
+
+function isTransient(error: Stripe.errors.StripeError): boolean {
+  if (error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeRateLimitError) return true;
+  const status = error.statusCode ?? 0;
+  // 409: idempotency_key_in_use (the same key in flight) and lock_timeout (the object is locked by another request).
+  return status === 409 || status === 429 || status >= 500 || error instanceof Stripe.errors.StripeAPIError;
+}
+
+/** Stripe's test card tokens name test PaymentMethods the same way: tok_visa -> pm_card_visa. A pm_ id is sent as it is. */
+export function paymentMethodFor(token: string): string {
+  return token.startsWith('tok_') ? `pm_card_${token.slice('tok_'.length)}` : token;
+}
+
+function intentParams(request: ChargeRequest, kind: 'charge' | 'authorize'): Record<string, unknown> {
+  return {
+    amount: request.amountMinor,
+    currency: request.currency.toLowerCase(),
+    capture_method: kind === 'authorize' ? 'manual' : 'automatic',
+    confirm: true,
+    payment_method: paymentMethodFor(request.paymentToken),
+    allowed_payment_method_types: ['card'],
+    metadata: { charge_key: request.chargeKey, reference: request.reference },
+  };
+}
+
+/** The request reconciliation binds a key to when nothing was sent under it: it moves no money (never confirmed). */
+function tombstoneParams(key: string): Stripe.PaymentIntentCreateParams {
+  return { amount: 100, currency: 'usd', allowed_payment_method_types: ['card'], metadata: { tombstone_for: key } };
+}
+
+function toCharge(intent: Intent, chargeKey: string): Charge {
+  return {
+    id: intent.id,
+    chargeKey,
+    amountMinor: intent.amount_received || intent.amount,
+    currency: intent.currency.toUpperCase(),
+    createdAt: new Date(intent.created * 1000),
+  };
+}
+
+function toAuthorization(intent: Intent, chargeKey: string): Authorization {
+  const createdAt = new Date(intent.created * 1000);
+  return {
+    id: intent.id,
+    chargeKey,
+    amountMinor: intent.amount,
+    currency: intent.currency.toUpperCase(),
+    createdAt,
+    expiresAt: new Date(createdAt.getTime() + AUTHORIZATION_LIFETIME_MS),
+  };
+}
+
+function succeeded(
+  key: string,
+  kind: OperationKind,
+  chargeKey: string,
+  chargeId: string | Stripe.Charge | null,
+  intent: Intent,
+  amountMinor: number,
+): OperationResult {
+  const id = typeof chargeId === 'string' ? chargeId : (chargeId?.id ?? intent.id);
+  return {
+    outcome: 'succeeded',
+    operation: {
+      id: kind === 'void' ? `${intent.id}:void` : id,
+      key,
+      kind,
+      chargeKey,
+      amountMinor,
+      currency: intent.currency.toUpperCase(),
+      createdAt: new Date((intent.canceled_at ?? intent.created) * 1000),
+    },
+  };
+}
+
+/** Why Stripe refused a capture or void, from the intent it returned with the error. */
+function authorizationRefusal(answer: Answer<unknown>): RefusalReason {
+  if (!('invalid' in answer)) return 'no_such_payment';
+  const error = answer.invalid;
+  if (error.code === 'amount_too_large' || error.code === 'amount_too_small') return 'exceeds_captured';
+  const intent = error.payment_intent;
+  if (!intent) return 'no_such_payment';
+  if (intent.status === 'succeeded') return 'already_captured';
+  if (intent.status === 'canceled') {
+    return intent.cancellation_reason === 'automatic' || intent.cancellation_reason === 'expired'
+      ? 'authorization_expired'
+      : 'authorization_voided';
+  }
+  return 'no_such_payment';
+}
+
+function refundRefusal(answer: Answer<unknown>): RefusalReason {
+  if ('card' in answer) return 'declined';
+  if (!('invalid' in answer)) return 'no_such_payment';
+  const code = answer.invalid.code;
+  if (code === 'charge_already_refunded' || code === 'amount_too_large' || code === 'amount_too_small') return 'exceeds_captured';
+  if (code === 'parameter_invalid_integer' && answer.invalid.param === 'amount') return 'exceeds_captured';
+  return 'no_such_payment';
+}
+
+function describe(answer: Answer<unknown>): string {
+  if ('canceled' in answer) return 'canceled by reconciliation';
+  if ('card' in answer) return `card_error ${answer.card.code ?? ''}`;
+  if ('invalid' in answer) return `invalid_request_error ${answer.invalid.code ?? ''} ${answer.invalid.message}`;
+  return 'ok';
+}

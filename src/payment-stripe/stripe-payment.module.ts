@@ -1,0 +1,49 @@
+import { Module } from '@nestjs/common';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
+import type Stripe from 'stripe';
+import { Clock } from '../common/clock.js';
+import { createStripeClient } from './stripe-client.js';
+import { StripePaymentGateway } from './stripe-payment.gateway.js';
+import { StripeProviderStatement } from './stripe-provider-statement.js';
+import { StripeRequestJournal, type JournalEntry } from './stripe-request.journal.js';
+import { stripeConfig, type StripeConfig } from '../config/stripe.config.js';
+import type { StripeSettings } from './stripe.settings.js';
+import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
+
+/**
+ * The Stripe adapter (PAYMENT_PROVIDER=stripe): the gateway, the statement,
+ * the SDK client and the adapter's request journal
+ * (collection `stripe_requests`). Settings are parsed at boot and fail
+ * closed (stripe.settings.ts).
+ */
+@Module({
+  providers: [
+    // Null unless PAYMENT_PROVIDER=stripe (config/stripe.config.ts): the simulator's deployments need no Stripe secret, and get no client.
+    { provide: STRIPE_SETTINGS, inject: [stripeConfig.KEY], useFactory: (config: StripeConfig): StripeSettings | null => config.stripe },
+    {
+      provide: STRIPE_CLIENT,
+      inject: [STRIPE_SETTINGS],
+      useFactory: (settings: StripeSettings | null) => (settings ? createStripeClient(settings) : null),
+    },
+    {
+      provide: StripeRequestJournal,
+      inject: [getConnectionToken()],
+      useFactory: (connection: Connection) =>
+        new StripeRequestJournal(connection.getClient().db(connection.name).collection<JournalEntry>('stripe_requests')),
+    },
+    {
+      provide: StripePaymentGateway,
+      inject: [STRIPE_CLIENT, StripeRequestJournal, Clock, STRIPE_SETTINGS],
+      useFactory: (stripe: Stripe | null, journal: StripeRequestJournal, clock: Clock, settings: StripeSettings | null) =>
+        stripe && settings ? new StripePaymentGateway(stripe, journal, clock, settings) : null,
+    },
+    {
+      provide: StripeProviderStatement,
+      inject: [STRIPE_CLIENT],
+      useFactory: (stripe: Stripe | null) => (stripe ? new StripeProviderStatement(stripe) : null),
+    },
+  ],
+  exports: [StripePaymentGateway, StripeProviderStatement, STRIPE_CLIENT, STRIPE_SETTINGS],
+})
+export class StripePaymentModule {}
