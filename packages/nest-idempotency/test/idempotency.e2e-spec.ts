@@ -123,16 +123,20 @@ describe.each(ADAPTERS)('the package on a fixture app (widgets: closed, settings
     const transactions = t.app.get(TransactionRunner);
     // A queue consumer: the message id is the key, the message its body; no request, no interceptor.
     const key = { clientKey: 'msg-42', operation: 'widgets.create', schemaVersion: 1, method: 'MESSAGE', route: 'widgets.created' };
+    // Completed runs of the work, counted after its transaction commits: the transaction's body itself may run again
+    // when a write conflict aborts it (the conflict pass injects them), which is the runner's retry, not a second run.
     let runs = 0;
     const work: IdempotentWork = {
       begin: async () => undefined,
-      resume: (lease) =>
-        transactions.run(async (session) => {
-          runs++;
-          const response = { status: 200, headers: {}, body: 'done' };
-          await attempts.complete(session, lease, 'done', response);
-          return response;
-        }),
+      resume: async (lease) => {
+        const response = await transactions.run(async (session) => {
+          const answer = { status: 200, headers: {}, body: 'done' };
+          await attempts.complete(session, lease, 'done', answer);
+          return answer;
+        });
+        runs++;
+        return response;
+      },
     };
     const first = await service.execute(service.requestFor(key, 'acme', { id: 42 }), work);
     const second = await service.execute(service.requestFor(key, 'acme', { id: 42 }), work);
