@@ -95,7 +95,8 @@ export const MUTANTS = [
       },
     ],
     killers: [
-      MODEL,
+      // Not the protocol model: at the landing soak's pinned seed and budget (100 runs) it does not meet the stale
+      // worker's sequence (found by the run of 2026-12-01: survived); the recovery test names the rule.
       { file: 'test/idempotency/recovery.e2e-spec.ts', name: 'fencing: a worker whose attempt was abandoned and restarted' },
     ],
   },
@@ -190,7 +191,8 @@ export const MUTANTS = [
       },
     ],
     killers: [
-      { file: 'test/model/model-based.e2e-spec.ts', name: 'with the in-flight wait and the Redis fast path on' },
+      // Not the Redis model run: at the landing soak's pinned seed it does not meet an entry past its record's expiry
+      // (the run of 2026-12-01: survived); the cache-entry spec names the rule.
       { file: 'packages/nest-idempotency/src/fast-path/cache-entry.spec.ts', name: 'sends an entry past the record expiry to MongoDB' },
     ],
     fast: true,
@@ -280,7 +282,11 @@ export const MUTANTS = [
     id: 'webhook-signature-unchecked',
     rule: 'the webhook verifier accepts a delivery without checking its signature (any secret, any body)',
     patches: [
-      { file: 'src/webhooks/webhook-verifier.ts', search: 'key.verify(rawBody, given, { jsonParse: false });', replace: 'void key;' },
+      {
+        file: 'src/webhooks/webhook-verifier.ts',
+        search: 'if (!matched) throw new WebhookSignatureInvalidError();',
+        replace: 'void matched;',
+      },
     ],
     killers: [{ file: 'src/webhooks/webhook-verifier.spec.ts', name: 'refuses another secret, another body, another id' }],
     fast: true,
@@ -332,8 +338,8 @@ export const MUTANTS = [
     patches: [
       {
         file: 'packages/nest-idempotency/src/protocol/fingerprint.ts',
-        search: 'const request = { method: method.toUpperCase(), route, body };',
-        replace: 'const request = { body };',
+        search: 'const v2Form = { method: method.toUpperCase(), route, body };',
+        replace: 'const v2Form = { body };',
       },
     ],
     killers: [{ file: 'packages/nest-idempotency/src/protocol/fingerprint.spec.ts', name: 'binds a key to its route and method' }],

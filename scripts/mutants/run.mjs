@@ -108,10 +108,14 @@ function scratchCopy(id) {
 }
 
 /**
- * A failure message that is an assertion - a Jest matcher's report, supertest's status check or Node's
- * assert - not a crash, a timeout or a suite that did not start.
+ * A failure message that is an assertion - a Jest matcher's report, supertest's status check, Node's
+ * assert, or a model-based property that failed on one of its checks (fast-check's "Property failed",
+ * whose inner error is the model's judgement) - not a crash, a timeout or a suite that did not start.
  */
-const ASSERTION = /expect\(|\bexpected \d{3} "[^"]*", got \d{3}|AssertionError/;
+const ASSERTION = /expect\(|\bexpected \d{3} "[^"]*", got \d{3}|AssertionError|Property failed after \d+ tests/;
+/** A property that "failed" on a crash of the code under test is no kill: its inner error names the crash. */
+const CRASH = /Got error: (TypeError|ReferenceError|SyntaxError|RangeError)\b/;
+const isAssertion = (messages) => ASSERTION.test(messages) && !CRASH.test(messages);
 const keepDir = join(process.env.MUTANTS_KEEP ?? tmpdir(), `mutants-failed-controls-${process.pid}`);
 
 /** Runs one killer in `dir`: 'killed' (a test failed), 'survived' (all passed), or 'broken' (the suite did not run). */
@@ -146,7 +150,7 @@ function runKiller(dir, killer) {
   const failed = report.testResults.flatMap((suite) =>
     suite.assertionResults.filter((test) => test.status === 'failed').map((test) => ({ ...test, file: suite.name })),
   );
-  const named = failed.filter((test) => expected.test(test.fullName) && ASSERTION.test(test.failureMessages.join('\n')));
+  const named = failed.filter((test) => expected.test(test.fullName) && isAssertion(test.failureMessages.join('\n')));
   if (named.length > 0) return { verdict: 'killed', seconds, detail: named[0].title, report: out };
   if (failed.length > 0)
     return {
