@@ -316,20 +316,7 @@ export class StripePaymentGateway extends PaymentGateway {
         if ('ok' in answer) {
           const refund = answer.ok;
           await this.journal.learned(key, refund.id).catch(() => undefined);
-          // Card refunds are `succeeded` at once or `pending` (they then succeed); `failed`/`canceled`: the issuer refused.
-          if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
-          return {
-            outcome: 'succeeded',
-            operation: {
-              id: refund.id,
-              key,
-              kind: 'refund',
-              chargeKey,
-              amountMinor: refund.amount,
-              currency: refund.currency.toUpperCase(),
-              createdAt: new Date(refund.created * 1000),
-            },
-          };
+          return refundOutcome(refund, key, chargeKey);
         }
         if ('canceled' in answer) return { outcome: 'canceled' };
         return { outcome: 'refused', reason: refundRefusal(answer) };
@@ -354,19 +341,7 @@ export class StripePaymentGateway extends PaymentGateway {
         await this.journal.canceled(key);
         return { outcome: 'canceled' };
       }
-      if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
-      return {
-        outcome: 'succeeded',
-        operation: {
-          id: refund.id,
-          key,
-          kind: 'refund',
-          chargeKey,
-          amountMinor: refund.amount,
-          currency: refund.currency.toUpperCase(),
-          createdAt: new Date(refund.created * 1000),
-        },
-      };
+      return refundOutcome(refund, key, chargeKey);
     }
     if (call.kind === 'capture' && intent.status === 'succeeded' && intent.metadata?.capture_key === key) {
       return succeeded(key, 'capture', chargeKey, intent.latest_charge, intent, intent.amount_received);
@@ -540,6 +515,24 @@ function succeeded(
       amountMinor,
       currency: intent.currency.toUpperCase(),
       createdAt: new Date((intent.canceled_at ?? intent.created) * 1000),
+    },
+  };
+}
+
+/** A Stripe refund as the port's outcome: whether it was just made or found again past the key window. */
+function refundOutcome(refund: Stripe.Refund, key: string, chargeKey: string): OperationResult {
+  // Card refunds are `succeeded` at once or `pending` (they then succeed); `failed`/`canceled`: the issuer refused.
+  if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
+  return {
+    outcome: 'succeeded',
+    operation: {
+      id: refund.id,
+      key,
+      kind: 'refund',
+      chargeKey,
+      amountMinor: refund.amount,
+      currency: refund.currency.toUpperCase(),
+      createdAt: new Date(refund.created * 1000),
     },
   };
 }
