@@ -24,6 +24,8 @@ import {
   sleep,
   startService,
   type HttpResponse,
+  timed,
+  type Timed,
   type ServiceProcess,
 } from '../support/service-process.js';
 
@@ -43,21 +45,6 @@ const postAsGlobex = (baseUrl: string, key: string, timeoutMs: number) =>
     body: orderBody(),
     timeoutMs,
   });
-
-interface Timed {
-  res: HttpResponse | null;
-  error?: string;
-  ms: number;
-}
-
-async function timed(call: () => Promise<HttpResponse>): Promise<Timed> {
-  const started = Date.now();
-  try {
-    return { res: await call(), ms: Date.now() - started };
-  } catch (error) {
-    return { res: null, error: (error as Error).message, ms: Date.now() - started };
-  }
-}
 
 /** Runs `count` calls, `parallel` at a time; returns the statuses seen. */
 async function flood(count: number, parallel: number, call: (i: number) => Promise<HttpResponse>): Promise<Record<string, number>> {

@@ -17,7 +17,8 @@ import {
   scenarioDbName,
   sleep,
   startService,
-  type HttpResponse,
+  timed,
+  type Timed,
   type ServiceProcess,
 } from '../support/service-process.js';
 
@@ -44,21 +45,6 @@ const bounds = (slow: number) => ({
   readyAnswer: 1_000 + scaled(1_500, slow),
   live: scaled(1_000, slow),
 });
-
-interface Timed {
-  res: HttpResponse | null;
-  error?: string;
-  ms: number;
-}
-
-async function timed(call: () => Promise<HttpResponse>): Promise<Timed> {
-  const started = Date.now();
-  try {
-    return { res: await call(), ms: Date.now() - started };
-  } catch (error) {
-    return { res: null, error: (error as Error).message, ms: Date.now() - started };
-  }
-}
 
 const describeTimed = (t: Timed) => `${t.res?.status ?? t.error} in ${t.ms} ms ${t.res?.text.slice(0, 160) ?? ''}`;
 

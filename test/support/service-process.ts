@@ -357,3 +357,19 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: () => string):
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** One HTTP call's answer (or the error it ended in) and how long it took: what the store-stall tests judge. */
+export interface Timed {
+  res: HttpResponse | null;
+  error?: string;
+  ms: number;
+}
+
+export async function timed(call: () => Promise<HttpResponse>): Promise<Timed> {
+  const started = Date.now();
+  try {
+    return { res: await call(), ms: Date.now() - started };
+  } catch (error) {
+    return { res: null, error: (error as Error).message, ms: Date.now() - started };
+  }
+}
