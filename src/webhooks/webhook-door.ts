@@ -9,14 +9,23 @@ import { WebhookVerifier } from './webhook-verifier.js';
 import { WebhookPayloadTooLargeError, WebhookSourceRateLimitedError } from './webhooks.errors.js';
 
 export const WEBHOOK_REFUSAL_WINDOW_MS = 60_000;
-/** Sources tracked at once; past it the new ones share one budget (a spoofed-source flood cannot grow memory). */
-const MAX_SOURCES = 10_000;
-const SHARED = '*';
+/**
+ * Sources tracked in one window. Past it a new source is neither counted nor
+ * refused: the table cannot grow (a spoofed-source flood cannot grow memory),
+ * and a flood of fresh addresses cannot spend a budget that a provider's
+ * delivery from an address not yet seen would then be refused on (it used to
+ * share one budget of `limit` refusals with every other newcomer, so 10,060
+ * junk requests from distinct addresses blocked every provider delivery for
+ * the rest of the window). What an untracked stranger sends is still refused
+ * on its headers or its signature, one request at a time.
+ */
+export const MAX_WEBHOOK_SOURCES = 10_000;
 
 /**
  * Refused webhook deliveries per source (request.ip: the socket's address,
- * or the balancer's X-Forwarded-For only when TRUST_PROXY names it), in a
- * fixed window. Only refusals count: a provider's valid deliveries are never
+ * or the balancer's X-Forwarded-For only when TRUST_PROXY names it; an IPv6
+ * address counts by its /64, the block one host is handed), in a fixed
+ * window. Only refusals count: a provider's valid deliveries are never
  * throttled, whatever their rate; a source that keeps sending what fails is
  * refused before anything of its request is read.
  */
@@ -37,15 +46,17 @@ export class WebhookRefusals {
   blockedFor(source: string): number {
     if (this.limit === 0) return 0;
     this.roll();
-    const count = this.counts.get(this.counts.has(source) || this.counts.size < MAX_SOURCES ? source : SHARED) ?? 0;
+    const count = this.counts.get(sourceKey(source)) ?? 0;
     return count >= this.limit ? Math.max(1, Math.ceil((this.windowStart + this.windowMs - this.now()) / 1000)) : 0;
   }
 
   refused(source: string): void {
     if (this.limit === 0) return;
     this.roll();
-    const key = this.counts.has(source) || this.counts.size < MAX_SOURCES ? source : SHARED;
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    const key = sourceKey(source);
+    const count = this.counts.get(key);
+    if (count === undefined && this.counts.size >= MAX_WEBHOOK_SOURCES) return;
+    this.counts.set(key, (count ?? 0) + 1);
   }
 
   private roll(): void {
@@ -53,6 +64,29 @@ export class WebhookRefusals {
     this.counts.clear();
     this.windowStart = this.now();
   }
+}
+
+/**
+ * An IPv6 address by its first four groups (its /64); anything else as it is.
+ * By hand: request.ip is already a parsed address (Node's or proxy-addr's), and
+ * expanding `::` is all this needs - no dependency for ten lines.
+ */
+export function sourceKey(source: string): string {
+  if (!source.includes(':') || isIPv4Mapped(source)) return source;
+  const [head = '', tail = ''] = source.toLowerCase().split('%')[0].split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === '' ? [] : tail.split(':');
+  const groups = source.includes('::')
+    ? [...headGroups, ...Array<string>(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill('0'), ...tailGroups]
+    : headGroups;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
+function isIPv4Mapped(source: string): boolean {
+  return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(source);
 }
 
 /**
