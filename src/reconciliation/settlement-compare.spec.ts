@@ -81,6 +81,7 @@ describe('inFlightReason', () => {
     expect(inFlightReason({ ...settled, refundableMinor: 1700 })).toBe('refund_in_flight');
     expect(inFlightReason({ ...settled, state: 'authorized', pendingAction: { kind: 'capture' } })).toBe('action_in_flight');
     expect(inFlightReason({ ...settled, state: 'charged' })).toBe('charge_in_flight');
+    expect(inFlightReason({ _id: order(1), state: 'processing' })).toBe('charge_in_flight');
     expect(inFlightReason({ _id: order(1), state: 'saved' })).toBeNull();
   });
 });

@@ -9,7 +9,12 @@ export type InFlightReason =
   | 'refund_in_flight'
   /** A capture or void held on the order (pendingAction): the provider may have captured before our T1. */
   | 'action_in_flight'
-  /** The create itself has not finished (pending, or charged and not yet saved): the provider may have charged before our journal. */
+  /**
+   * The create itself has not finished (pending, or charged and not yet saved), or its charge is
+   * asynchronous and unsettled with us (processing: the provider may have settled it while its
+   * webhook is late; the webhook or the processing-bound check settles it, and the bound check
+   * alerts on one that stays): the provider may have charged before our journal.
+   */
   | 'charge_in_flight';
 
 /** The order fields the check reads (orders/order.ts). */
@@ -61,7 +66,7 @@ export class WorkInFlight {
 /** Pure: an order's work in flight, from its own fields. */
 export function inFlightReason(order: OrderMoneyDoc): InFlightReason | null {
   if (order.pendingAction) return 'action_in_flight';
-  if (order.state === 'pending' || order.state === 'charged') return 'charge_in_flight';
+  if (order.state === 'pending' || order.state === 'charged' || order.state === 'processing') return 'charge_in_flight';
   // A refund reserves its amount (refundableMinor) before the provider is asked and books it (refundedMinor) after.
   const reserved = (order.capturedMinor ?? 0) - (order.refundedMinor ?? 0) - (order.refundableMinor ?? 0);
   return order.capturedMinor !== undefined && order.refundableMinor !== undefined && reserved > 0 ? 'refund_in_flight' : null;

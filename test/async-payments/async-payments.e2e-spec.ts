@@ -4,6 +4,7 @@ import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
 import { SimulatedWebhookSender } from '../../src/payments/webhook-sender.js';
 import { ProcessingReconciler } from '../../src/reconciliation/processing-reconciler.js';
+import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
 import { ControllableGateway } from '../support/controllable-gateway.js';
 import { findViolations } from '../support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
@@ -176,6 +177,27 @@ describe('asynchronous payments', () => {
     expect(await reconciler.runOnce()).toMatchObject({ examined: 0 });
     expect(await t.db.collection('orders').countDocuments({ state: 'processing' })).toBe(0);
     expect(await findViolations({ ...t, requireSettled: true })).toEqual([]);
+  });
+
+  it('reports a charge the provider settled while its webhook is late as in flight, not missing_in_ledger (it paged on a healthy order)', async () => {
+    sender.configure({ lossRate: 1 });
+    const orderId = await asyncOrder();
+    await settle(orderId, 'succeeded');
+    const settlement = t.app.get(SettlementReconciliation);
+    const hour = { from: new Date(Date.now() - 3600_000), to: new Date(Date.now() + 3600_000) };
+    const during = await settlement.run(hour.from, hour.to);
+    expect(during.mismatches).toEqual([]);
+    expect(during.inFlight).toEqual([
+      expect.objectContaining({ orderId, reason: 'charge_in_flight', ledgerMinor: null, providerMinor: 2500 }),
+    ]);
+    // Nothing booked while the order waits: the webhook or the bound check settles it.
+    expect(await t.db.collection('orders').findOne({ _id: orderId as never })).toMatchObject({ state: 'processing' });
+    expect(await t.db.collection('ledger_entries').countDocuments({ orderId })).toBe(0);
+    sender.configure({ lossRate: 0 });
+    await settle(orderId, 'succeeded');
+    await sender.drain();
+    expect(await settlement.run(hour.from, hour.to)).toMatchObject({ matched: 1, mismatches: [], inFlight: [] });
+    expect(await effectsOf(t.db, orderId)).toEqual(SAVED_ONCE);
   });
 
   it('lets a late webhook after the reconciliation change nothing', async () => {
