@@ -96,12 +96,18 @@ export class AsyncSettlement {
    * no money will move. Applied like a webhook's outcome; `skipped` when a
    * webhook (or another instance) settled it meanwhile. A charge the
    * provider cannot cancel while processing keeps the order `processing`
-   * (a cancel by key then finds it so), with its next look deferred.
+   * (a cancel by key then finds it so). Only the processing reconciliation
+   * (`schedule`) then defers the order's next look: a cancel repeated every
+   * minute used to push it an hour out each time, so the reconciliation
+   * never saw it again and never counted it `past_bound` for the alert.
    */
-  async resolveWithProvider(order: Order): Promise<ResolveResult> {
+  async resolveWithProvider(order: Order, { schedule }: { schedule: boolean }): Promise<ResolveResult> {
     const chargeKey = chargeKeyFor(order._id);
     const found = await this.gateway.processingOrCancel(chargeKey);
-    if (found.outcome === 'still_processing') return this.keepWaiting(order, found.method);
+    if (found.outcome === 'still_processing') {
+      if (schedule) return this.keepWaiting(order, found.method);
+      return this.isWithinBound(order, found.method) ? 'still_processing' : 'past_bound';
+    }
     const outcome: ProviderOutcome =
       found.outcome === 'succeeded'
         ? { kind: 'succeeded', charge: found.charge }
@@ -121,14 +127,22 @@ export class AsyncSettlement {
    * each time, reported as `past_bound` for the alert.
    */
   private async keepWaiting(order: Order, method: AsyncPaymentMethod): Promise<'still_processing' | 'past_bound'> {
-    const now = this.clock.now().getTime();
-    const since = (order.stateHistory.processing ?? order.createdAt).getTime();
-    const bound = method === 'bank_transfer' ? this.config.processingBoundBankTransferMs : this.config.processingBoundMs;
-    const within = now < since + bound;
-    await this.orders.deferProcessingCheck(order._id, new Date(within ? since + bound : now + PAST_BOUND_RECHECK_MS));
+    const within = this.isWithinBound(order, method);
+    const next = within ? this.boundOf(order, method) : this.clock.now().getTime() + PAST_BOUND_RECHECK_MS;
+    await this.orders.deferProcessingCheck(order._id, new Date(next));
     if (!within)
       this.logger.error({ msg: 'asynchronous charge past its bound and not cancelable; still waiting', orderId: order._id, method });
     return within ? 'still_processing' : 'past_bound';
+  }
+
+  private isWithinBound(order: Order, method: AsyncPaymentMethod): boolean {
+    return this.clock.now().getTime() < this.boundOf(order, method);
+  }
+
+  /** When the order's method stops being given time: since it went `processing`, plus the method's bound. */
+  private boundOf(order: Order, method: AsyncPaymentMethod): number {
+    const since = (order.stateHistory.processing ?? order.createdAt).getTime();
+    return since + (method === 'bank_transfer' ? this.config.processingBoundBankTransferMs : this.config.processingBoundMs);
   }
 
   /** Orders in `processing` since before `before` and not deferred past now, oldest first (for the processing reconciliation). */

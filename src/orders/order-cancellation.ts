@@ -145,7 +145,7 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     if (situation.state === 'stopped') return { outcome: 'canceled_before_charge', ...found };
     // Money still moving at the provider (an asynchronous payment): its outcome now, or the charge canceled there.
     if (order.state === 'processing') {
-      await this.settlement.resolveWithProvider(order);
+      await this.settlement.resolveWithProvider(order, { schedule: false });
       order = (await this.orders.findForTenant(tenant, order._id)) ?? order;
       if (order.state === 'failed') return { outcome: 'canceled_before_charge', ...found };
     }

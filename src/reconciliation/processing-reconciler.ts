@@ -78,7 +78,7 @@ export class ProcessingReconciler implements OnApplicationBootstrap, OnApplicati
       if (Date.now() >= deadline) break;
       run.examined++;
       try {
-        const result = await this.settlement.resolveWithProvider(order);
+        const result = await this.settlement.resolveWithProvider(order, { schedule: true });
         run[result]++;
         this.metrics.processingReconciled.inc({ result });
       } catch (error) {

@@ -119,4 +119,18 @@ describe('asynchronous charges the provider cannot cancel', () => {
     expect(await orderOf(id)).toMatchObject({ state: 'refunded', capturedMinor: 2500, refundedMinor: 2500, refundableMinor: 0 });
     expect(await t.db.collection('refunds').countDocuments({ orderId: id, state: 'succeeded', amountMinor: 2500 })).toBe(1);
   });
+
+  it('a cancel repeated past the bound leaves the reconciliation its schedule: the order is still examined and counted past_bound (each repeat pushed its next look an hour out, so the alert never fired)', async () => {
+    const key = `bank-repeat-${++seq}`;
+    const id = await create(key);
+    await sleep(BANK_TRANSFER_BOUND_MS + 100);
+    for (let i = 0; i < 3; i += 1) {
+      const res = await t.http().post(`/v1/idempotency-keys/${key}/cancel`).set(auth());
+      expect([res.status, res.body.code]).toEqual([409, 'cancel_in_progress']);
+    }
+    expect(await orderOf(id)).toMatchObject({ state: 'processing' });
+    expect(await reconciler.runOnce()).toMatchObject({ examined: 1, past_bound: 1 });
+    expect(((await orderOf(id))!.processingCheckAfter as Date).getTime()).toBeGreaterThan(Date.now() + 60_000);
+    expect(await chargeOf(id)).toMatchObject({ status: 'processing' });
+  });
 });
