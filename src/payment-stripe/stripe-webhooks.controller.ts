@@ -52,7 +52,7 @@ export class StripeWebhooksController {
   })
   @ApiHeader({ name: 'stripe-signature', required: true, description: '`t=<unix seconds>,v1=<hex HMAC-SHA256>`' })
   @ApiOkResponse({ type: WebhookReceiptResponse })
-  @ApiProblemResponse(404, 'PAYMENT_PROVIDER is not stripe: no such endpoint')
+  @ApiProblemResponse(404, '`not_found`: PAYMENT_PROVIDER is not stripe, so there is no such endpoint')
   @ApiProblemResponse(401, '`webhook_signature_invalid` or `webhook_timestamp_out_of_tolerance`: nothing recorded')
   @ApiProblemResponse(413, '`payload_too_large`: the body is over WEBHOOK_BODY_LIMIT_BYTES')
   @ApiProblemResponse(415, '`unsupported_media_type`: send the body as application/json')

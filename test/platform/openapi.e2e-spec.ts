@@ -5,7 +5,11 @@ import type { Response } from 'supertest';
 import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
 import { DEV_WEBHOOK_SECRET } from '../../src/config/configuration.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
-import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+import { APP_PROBLEMS } from '../../src/common/error-status.js';
+import { ALL_SCOPES, API_KEYS, auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+
+/** A key with the `orders` scope only: its admin calls are answered 403. */
+const LIMITED = { tenant: 'limited', secret: 'limited-secret-0123456789' };
 import { deliver, eventFor, newWebhookSecret } from '../support/webhooks.js';
 
 /**
@@ -20,7 +24,8 @@ describe('OpenAPI document', () => {
   let check: ResponseCheck;
 
   beforeAll(async () => {
-    t = await startApp({ dbName: 'test_openapi' });
+    const keys = Object.entries(API_KEYS).map(([tenant, secret]) => `${tenant}:${secret}:${ALL_SCOPES}`);
+    t = await startApp({ dbName: 'test_openapi', env: { API_KEYS: [...keys, `${LIMITED.tenant}:${LIMITED.secret}:orders`].join(',') } });
     doc = (await t.http().get('/docs/json').expect(200)).body as OpenAPIV3.Document;
     check = await responseCheck(doc);
   });
@@ -240,5 +245,54 @@ describe('OpenAPI document', () => {
     // Stripe's door answers only with PAYMENT_PROVIDER=stripe: test/stripe-provider.e2e-spec.ts checks its answers against this document.
     const elsewhere = new Set(['POST /v1/webhooks/stripe 200']);
     expect(documented.filter((answer) => !check.checked.has(answer) && !elsewhere.has(answer))).toEqual([]);
+  });
+
+  const operations = () =>
+    Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops as Record<string, OpenAPIV3.OperationObject>).map(([method, operation]) => ({ path, method, operation })),
+    );
+
+  it('gives every problem answer an example per code it names, with that code, the status it is documented at, and the status the code is really sent with (every example was the same body, status 0)', () => {
+    const wrong: string[] = [];
+    for (const { path, method, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses) as [string, OpenAPIV3.ResponseObject][]) {
+        const content = response.content?.['application/problem+json'];
+        if (!content) continue;
+        const where = `${method.toUpperCase()} ${path} ${status}`;
+        const examples = Object.values(content.examples ?? {}) as OpenAPIV3.ExampleObject[];
+        if (examples.length === 0) wrong.push(`${where}: no example`);
+        for (const { value } of examples) {
+          const { code, status: sent, type, retryable } = value as { code: string; status: number; type: string; retryable: unknown };
+          if (sent !== Number(status)) wrong.push(`${where}: example ${code} says status ${sent}`);
+          if (APP_PROBLEMS[code] && APP_PROBLEMS[code].status !== Number(status))
+            wrong.push(`${where}: ${code} is sent with ${APP_PROBLEMS[code].status}`);
+          if (!type.endsWith(code.replace(/_/g, '-')) || typeof retryable !== 'boolean')
+            wrong.push(`${where}: ${code} is not a whole problem`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('documents 403 insufficient_scope on every operation behind an API key, naming its scope, and describes the key as an API key, not a JWT', async () => {
+    const secured = operations().filter(({ operation }) => operation.security?.length);
+    expect(secured.length).toBeGreaterThan(10);
+    const scopeOf = ({ operation }: (typeof secured)[number]) =>
+      /the API key lacks the `(\w+)` scope/.exec(
+        (operation.responses['403'] as OpenAPIV3.ResponseObject | undefined)?.description ?? '',
+      )?.[1];
+    expect(secured.filter((op) => !scopeOf(op)).map(({ method, path }) => `${method} ${path}`)).toEqual([]);
+    expect(scopeOf(secured.find(({ method, path }) => method === 'post' && path === '/v1/orders')!)).toBe('orders');
+    expect(scopeOf(secured.find(({ path }) => path.startsWith('/v1/idempotency-keys/') && !path.endsWith('/cancel'))!)).toBe('admin');
+    const scheme = doc.components!.securitySchemes!.bearer as OpenAPIV3.HttpSecurityScheme;
+    expect(scheme.bearerFormat).toBe('API key');
+
+    // The real answer of a key without the scope matches what is documented.
+    const refused = await t
+      .http()
+      .get('/v1/idempotency-keys/some-key')
+      .set({ Authorization: `Bearer ${LIMITED.secret}` });
+    expect([refused.status, refused.body.code]).toEqual([403, 'insufficient_scope']);
+    expectDocumented(refused, 'GET', '/v1/idempotency-keys/{key}');
   });
 });
