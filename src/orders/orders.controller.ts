@@ -46,6 +46,23 @@ export class OrdersController {
     description:
       'An asynchronous payment method (3-D Secure, bank transfer): the order is `processing` until the provider answers by webhook; ' +
       'poll the Location (GET /v1/orders/{id}) for `saved` or `failed`. A retry with the same key gets this 202 again, with `Idempotent-Replayed: true`.',
+    // The schema's own example is a saved order; a 202 is always one still processing, with nothing charged yet.
+    example: {
+      id: 'ord_65f1c2a9b7e4d3f2a1b0c9d8',
+      state: 'processing',
+      customerId: 'cus_123',
+      currency: 'USD',
+      amountMinor: 2500,
+      capture: 'automatic',
+      authorizedMinor: 0,
+      capturedMinor: 0,
+      refundedMinor: 0,
+      authorizationExpiresAt: null,
+      items: [{ sku: 'sku_1', quantity: 2, unitPriceMinor: 1250 }],
+      paymentId: null,
+      failureReason: null,
+      createdAt: '2026-12-01T09:30:00.000Z',
+    },
     headers: {
       Location: { description: '/v1/orders/{id}: where the outcome appears', schema: { type: 'string' } },
       'Idempotent-Replayed': {

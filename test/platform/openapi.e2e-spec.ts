@@ -295,4 +295,16 @@ describe('OpenAPI document', () => {
     expect([refused.status, refused.body.code]).toEqual([403, 'insufficient_scope']);
     expectDocumented(refused, 'GET', '/v1/idempotency-keys/{key}');
   });
+
+  it('shows a 202 as it is sent: an order still processing, nothing charged, valid against its schema (the example said saved)', async () => {
+    const accepted = (doc.paths['/v1/orders']!.post!.responses['202'] as OpenAPIV3.ResponseObject).content!['application/json'];
+    const example = accepted.example as Record<string, unknown>;
+    expect(example).toMatchObject({ state: 'processing', paymentId: null, capturedMinor: 0 });
+    expect(check.errors('POST', '/v1/orders', 202, 'application/json', example)).toEqual([]);
+    // And the real 202 has the example's shape: the same fields, the same state.
+    const real = await create('k-202-example', orderBody({ paymentMethod: { token: 'tok_async' } })).expect(202);
+    expect(Object.keys(real.body).sort()).toEqual(Object.keys(example).sort());
+    const { authorizedMinor, capturedMinor, refundedMinor, failureReason } = example;
+    expect(real.body).toMatchObject({ state: 'processing', paymentId: null, authorizedMinor, capturedMinor, refundedMinor, failureReason });
+  });
 });
