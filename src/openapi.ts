@@ -31,11 +31,11 @@ export function setUpOpenApi(app: INestApplication): void {
     type: 'object',
     required: ['type', 'title', 'status', 'detail', 'code'],
     properties: {
-      type: { type: 'string', format: 'uri' },
-      title: { type: 'string' },
-      status: { type: 'integer' },
-      detail: { type: 'string' },
-      code: { type: 'string', example: 'idempotency_key_in_use' },
+      type: { type: 'string', format: 'uri', description: 'Names the problem: the base URL (problemTypeBaseUrl) and the code' },
+      title: { type: 'string', description: "The status's reason phrase" },
+      status: { type: 'integer', description: 'The HTTP status, repeated' },
+      detail: { type: 'string', description: 'What went wrong with this request, for a person' },
+      code: { type: 'string', example: 'idempotency_key_in_use', description: 'Stable and machine-readable: branch on this' },
       // What the client may do next, by code (README, "What an error tells the client"). Absent only in
       // problem bodies stored and replayed byte for byte from before they existed.
       retryable: {

@@ -92,7 +92,7 @@ export class IdempotencyRecordResponse {
   })
   cancellation: { requestedAt: string; canceledAt: string | null; outcome: string | null } | null;
 
-  @ApiProperty(DATE_TIME)
+  @ApiProperty({ ...DATE_TIME, description: 'When the key was first claimed' })
   createdAt: string;
 
   @ApiProperty({ ...DATE_TIME, description: 'When the key stops being remembered' })

@@ -307,4 +307,13 @@ describe('OpenAPI document', () => {
     const { authorizedMinor, capturedMinor, refundedMinor, failureReason } = example;
     expect(real.body).toMatchObject({ state: 'processing', paymentId: null, authorizedMinor, capturedMinor, refundedMinor, failureReason });
   });
+
+  it('describes every field of every body (or shows an example of it)', () => {
+    const bare = Object.entries(doc.components!.schemas! as Record<string, OpenAPIV3.SchemaObject>).flatMap(([name, schema]) =>
+      Object.entries(schema.properties ?? {})
+        .filter(([, property]) => !('description' in property && property.description) && !('example' in property))
+        .map(([field]) => `${name}.${field}`),
+    );
+    expect(bare).toEqual([]);
+  });
 });

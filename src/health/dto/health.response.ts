@@ -19,7 +19,7 @@ export class ProcessIndicator {
 }
 
 export class LivenessIndicators {
-  @ApiProperty({ type: ProcessIndicator })
+  @ApiProperty({ type: ProcessIndicator, description: 'The process itself: up while it answers' })
   process: ProcessIndicator;
 }
 
@@ -27,7 +27,7 @@ export class LivenessResponse {
   @ApiProperty({ enum: ['ok'], example: 'ok' })
   status: string;
 
-  @ApiProperty({ type: LivenessIndicators })
+  @ApiProperty({ type: LivenessIndicators, description: 'Each liveness check by name' })
   info: LivenessIndicators;
 
   @ApiProperty(EMPTY)
@@ -60,7 +60,7 @@ export class ReadinessResponse {
   @ApiProperty({ enum: ['ok'], example: 'ok' })
   status: string;
 
-  @ApiProperty({ type: ReadinessIndicators })
+  @ApiProperty({ type: ReadinessIndicators, description: 'Each readiness check by name: the store and its indexes' })
   info: ReadinessIndicators;
 
   @ApiProperty(EMPTY)

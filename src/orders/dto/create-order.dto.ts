@@ -62,7 +62,12 @@ export class CreateOrderDto {
   @IsISO4217CurrencyCode()
   currency: string;
 
-  @ApiProperty({ type: [OrderItemDto], minItems: 1, maxItems: 100 })
+  @ApiProperty({
+    type: [OrderItemDto],
+    minItems: 1,
+    maxItems: 100,
+    description: 'What is bought; the server computes the total from these',
+  })
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(100)
@@ -70,7 +75,7 @@ export class CreateOrderDto {
   @Type(() => OrderItemDto)
   items: OrderItemDto[];
 
-  @ApiProperty({ type: PaymentMethodDto })
+  @ApiProperty({ type: PaymentMethodDto, description: 'How to pay: a token from the provider; it decides sync or async settlement' })
   @IsDefined()
   @IsObject()
   @ValidateNested()

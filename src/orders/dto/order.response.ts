@@ -72,7 +72,7 @@ export class OrderResponse {
   })
   authorizationExpiresAt: string | null;
 
-  @ApiProperty({ type: [OrderItemResponse] })
+  @ApiProperty({ type: [OrderItemResponse], description: 'The items as created' })
   items: OrderItemResponse[];
 
   @ApiProperty({
@@ -92,7 +92,7 @@ export class OrderResponse {
   })
   failureReason: string | null;
 
-  @ApiProperty({ type: 'string', format: 'date-time' })
+  @ApiProperty({ type: 'string', format: 'date-time', description: 'When the order was created (its key claimed)' })
   createdAt: string;
 }
 

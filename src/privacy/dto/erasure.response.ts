@@ -20,9 +20,9 @@ export class ErasureResponse {
   })
   erasureId: string;
 
-  @ApiProperty({ type: 'string', format: 'date-time' })
+  @ApiProperty({ type: 'string', format: 'date-time', description: 'When the erasure committed' })
   erasedAt: string;
 
-  @ApiProperty({ type: ErasureCountsResponse })
+  @ApiProperty({ type: ErasureCountsResponse, description: 'What was erased or pseudonymized, by kind' })
   counts: ErasureCountsResponse;
 }

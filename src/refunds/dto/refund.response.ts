@@ -45,7 +45,7 @@ export class RefundResponse {
   })
   providerRefundId: string | null;
 
-  @ApiProperty({ type: 'string', format: 'date-time' })
+  @ApiProperty({ type: 'string', format: 'date-time', description: 'When the refund was requested (its key claimed)' })
   createdAt: string;
 }
 
