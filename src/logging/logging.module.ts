@@ -11,6 +11,8 @@ import { CLIENT_REQUEST_ID, REPLAYED, ROUTE_PATTERN } from './route-pattern.js';
 /** Log lines are written in batches of about this size, or sooner (LOG_FLUSH_MS). */
 const LOG_BUFFER_BYTES = 4096;
 const LOG_FLUSH_MS = 200;
+/** Lines queued for a stdout that does not keep up, at most; beyond it they are dropped and counted. */
+const LOG_QUEUE_MAX_BYTES = 16 * 1024 * 1024;
 
 type LoggedRequest = IncomingMessage & {
   tenant?: string;
@@ -87,9 +89,25 @@ type LoggedRequest = IncomingMessage & {
         // flushed at least every LOG_FLUSH_MS, so a quiet service's lines still show within a fraction of a second;
         // pino flushes what is buffered when the process exits (process.exit and a fatal error included).
         // A SIGKILL loses at most that buffer.
-        return {
-          pinoHttp: [options, destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS })],
-        };
+        // Bounded: a synchronous write used to stall the process when nothing read stdout; now lines queue in
+        // memory, so past LOG_QUEUE_MAX_BYTES they are dropped - and the drop is said on stderr, once a second.
+        const stream = destination({
+          dest: 1,
+          sync: false,
+          minLength: LOG_BUFFER_BYTES,
+          maxLength: LOG_QUEUE_MAX_BYTES,
+          periodicFlush: LOG_FLUSH_MS,
+        });
+        let dropped = 0;
+        stream.on('drop', () => {
+          if (dropped++ === 0) {
+            setTimeout(() => {
+              process.stderr.write(`log: stdout is not keeping up; ${dropped} line(s) dropped in the last second\n`);
+              dropped = 0;
+            }, 1_000).unref();
+          }
+        });
+        return { pinoHttp: [options, stream] };
       },
     }),
   ],
