@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { renderChart } from './chart.js';
+import { renderChart, renderHistoryChart } from './chart.js';
 import { RESULTS_SCHEMA_VERSION, type BenchResults, type ScenarioResult } from './report.js';
 
 const scenario = (id: string, reqPerSec: number, cpuMsPerRequest: number | null): ScenarioResult => ({
@@ -55,5 +55,31 @@ describe('chart', () => {
     expect(svg).toContain('(grey, before)');
     expect(svg.match(/fill="#9aa0a6"/g)).toHaveLength(3);
     expect(svg.match(/fill="#1a73e8"/g)).toHaveLength(6);
+  });
+
+  it('history: one bar per kept run for each CPU ratio to its floor, the newest blue, a dashed target line', () => {
+    const ratio = (id: string, value: number | null, max?: number) => ({
+      id,
+      label: id,
+      basis: 'cpu' as const,
+      numerator: 'a',
+      denominator: 'b',
+      value,
+      target: max === undefined ? null : { max },
+    });
+    const older = { ...results('2026-11-30T00:00:00.000Z', []), ratios: [ratio('get-vs-read-floor-cpu-c4', 1.9, 1.3)] };
+    const newer = {
+      ...results('2026-12-02T00:00:00.000Z', []),
+      ratios: [ratio('get-vs-read-floor-cpu-c4', 1.2, 1.3), ratio('replay-vs-read-floor-cpu-c4', 2.5, 1.3)],
+    };
+    // Given newest first: drawn oldest first all the same.
+    const svg = renderHistoryChart([newer, older]);
+    expect(svg.indexOf('2026-11-30 00:00')).toBeLessThan(svg.indexOf('2026-12-02 00:00'));
+    expect(svg).toContain('GET / read floor (target &lt;= 1.3)');
+    expect(svg.match(/fill="#1a73e8"/g)).toHaveLength(2); // the newest run's GET and replay bars
+    expect(svg.match(/fill="#9aa0a6"/g)).toHaveLength(1); // the older run has only the GET ratio
+    expect(svg.match(/stroke-dasharray/g)).toHaveLength(2); // the GET and replay panels have targets
+    expect(svg).toContain('>1.90</text>');
+    expect(svg).toContain('>2.50</text>');
   });
 });

@@ -115,6 +115,86 @@ function logScale(min: number, max: number, span: number): (value: number) => nu
   return (value) => Math.max(2, ((Math.log10(value) - low) / (high - low)) * span);
 }
 
+/** The CPU ratios a person watches across runs: each path against its floor, with its target. */
+const HISTORY_RATIOS: { prefix: string; label: string }[] = [
+  { prefix: 'get-vs-read-floor-cpu-c', label: 'GET / read floor' },
+  { prefix: 'replay-vs-read-floor-cpu-c', label: 'replay / read floor' },
+  { prefix: 'replay-vs-get-cpu-c', label: 'replay / GET' },
+  { prefix: 'layer-on-vs-off-cpu-c', label: 'create, layer on / off' },
+];
+
+/**
+ * Every kept run side by side (issue 39, item 5): one panel per path's CPU
+ * ratio to its floor, one bar per results file (oldest first, the newest
+ * blue), a dashed line at the target, so a regression stands out at a
+ * glance. Linear scale from 0; a run without the row shows a dash. Runs
+ * are labelled by date and backend, since emulator runs on a shared
+ * machine compare only with each other.
+ */
+export function renderHistoryChart(runs: BenchResults[]): string {
+  const sorted = [...runs].sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+  const panels = HISTORY_RATIOS.map((wanted) => ({
+    ...wanted,
+    values: sorted.map((run) => run.ratios.find((ratio) => ratio.basis === 'cpu' && ratio.id.startsWith(wanted.prefix)) ?? null),
+  }));
+  const rowHeight = BAR + 4;
+  const panelHeight = 24 + sorted.length * rowHeight + 14;
+  const top = 56;
+  const width = LABEL_WIDTH + PANEL_WIDTH + 80;
+  const height = top + panels.length * panelHeight + 30;
+  const parts: string[] = [];
+  const text = (x: number, y: number, content: string, attributes = '') =>
+    parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attributes}>${escape(content)}</text>`);
+  text(
+    8,
+    20,
+    `Service CPU per request against its floor, ${sorted.length} kept runs (bench/results/)`,
+    'font-size="14" font-weight="bold"',
+  );
+  text(8, 38, 'One bar per run, oldest first, newest in blue; dashed line: the target (at or left of it is met).', 'font-size="11"');
+  panels.forEach((panel, p) => {
+    const y0 = top + p * panelHeight;
+    const target = panel.values.find((ratio) => ratio?.target?.max !== undefined)?.target?.max;
+    const measured = panel.values.map((ratio) => ratio?.value).filter(isPositive);
+    const max = Math.max(1, target ?? 0, ...measured) * 1.1;
+    const x = (value: number) => LABEL_WIDTH + (value / max) * PANEL_WIDTH;
+    text(8, y0 + 14, `${panel.label}${target !== undefined ? ` (target <= ${target})` : ''}`, 'font-size="12" font-weight="bold"');
+    const barsTop = y0 + 24;
+    parts.push(
+      `<line x1="${LABEL_WIDTH}" y1="${barsTop - 2}" x2="${LABEL_WIDTH}" y2="${barsTop + sorted.length * rowHeight}" stroke="#555"/>`,
+    );
+    sorted.forEach((run, index) => {
+      const y = barsTop + index * rowHeight;
+      text(
+        LABEL_WIDTH - 8,
+        y + BAR - 1,
+        `${run.startedAt.slice(0, 16).replace('T', ' ')} ${run.backend.kind}`,
+        'font-size="10" text-anchor="end"',
+      );
+      const value = panel.values[index]?.value;
+      if (!isPositive(value)) {
+        text(LABEL_WIDTH + 4, y + BAR - 1, '-', 'font-size="10" fill="#777"');
+        return;
+      }
+      const fill = index === sorted.length - 1 ? COLORS.after : COLORS.before;
+      parts.push(`<rect x="${LABEL_WIDTH}" y="${y}" width="${(x(value) - LABEL_WIDTH).toFixed(1)}" height="${BAR}" fill="${fill}"/>`);
+      text(x(value) + 4, y + BAR - 1, value.toFixed(2), 'font-size="10"');
+    });
+    if (target !== undefined) {
+      parts.push(
+        `<line x1="${x(target).toFixed(1)}" y1="${barsTop - 4}" x2="${x(target).toFixed(1)}" y2="${barsTop + sorted.length * rowHeight}" stroke="#d93025" stroke-dasharray="4 3"/>`,
+      );
+    }
+  });
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    ...parts,
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
 function main(): void {
   const { values, positionals } = parseArgs({ allowPositionals: true, options: { before: { type: 'string' }, out: { type: 'string' } } });
   if (positionals.length !== 1) throw new Error('usage: node dist/bench/chart.js <after.json> [--before <before.json>] [--out <file.svg>]');

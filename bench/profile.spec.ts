@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { formatFrames, topFrames, type CpuProfile } from './profile.js';
+import { formatFrames, topFrames, topFramesIn, type CpuProfile } from './profile.js';
 
 describe('topFrames', () => {
   const profile: CpuProfile = {
@@ -28,5 +28,15 @@ describe('topFrames', () => {
       ['(root)', 4],
       ['seal dist/src/idempotency/response-cipher.js:10', 2],
     ]);
+  });
+
+  it('ranks only the samples inside the given windows (monotonic microseconds from the profile start)', () => {
+    const timed = { ...profile, startTime: 100_000 };
+    // Sample times: 101000, 104000, 105000, 106000, 115000, 119000 us.
+    expect(topFramesIn(timed, 5, '/repo', [{ fromUs: 103_000, toUs: 105_500 }]).map((frame) => [frame.name, frame.selfMs])).toEqual([
+      ['serialize ~bson/lib/bson.cjs:100', 3],
+      ['seal dist/src/idempotency/response-cipher.js:10', 1],
+    ]);
+    expect(topFramesIn(timed, 5, '/repo', [{ fromUs: 200_000, toUs: 300_000 }])).toEqual([]);
   });
 });

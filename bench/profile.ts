@@ -5,6 +5,8 @@
  * for it renders flame graphs, not a table a README can quote.
  */
 export interface CpuProfile {
+  /** Microseconds on the monotonic clock, the one `process.hrtime` reads on Linux: comparable across processes. */
+  startTime?: number;
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
   samples: number[];
   timeDeltas: number[];
@@ -23,6 +25,26 @@ export interface Frame {
  * cost) and idle time; shares are of the busy time that is left.
  */
 export function topFrames(profile: CpuProfile, count: number, root = process.cwd(), skipMs = 0): Frame[] {
+  return rank(profile, count, root, (elapsedUs) => elapsedUs >= skipMs * 1000);
+}
+
+/** A measured window, in monotonic microseconds (`process.hrtime.bigint() / 1000n`): the bench's own clock and V8's. */
+export interface ProfileWindow {
+  fromUs: number;
+  toUs: number;
+}
+
+/**
+ * The same ranking over the samples taken inside the windows only: one
+ * scenario's requests (a GET row, a replay row) out of a profile of the
+ * whole run, so the frames are that path's and not those of the rows around it.
+ */
+export function topFramesIn(profile: CpuProfile, count: number, root: string, windows: ProfileWindow[]): Frame[] {
+  const start = profile.startTime ?? 0;
+  return rank(profile, count, root, (elapsedUs) => windows.some((w) => start + elapsedUs >= w.fromUs && start + elapsedUs < w.toUs));
+}
+
+function rank(profile: CpuProfile, count: number, root: string, counted: (elapsedUs: number) => boolean): Frame[] {
   const byNode = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<string, number>();
   let totalUs = 0;
@@ -31,7 +53,7 @@ export function topFrames(profile: CpuProfile, count: number, root = process.cwd
     const delta = profile.timeDeltas[index] ?? 0;
     elapsedUs += delta;
     const frame = byNode.get(nodeId)?.callFrame;
-    if (!frame || elapsedUs < skipMs * 1000 || frame.functionName === '(idle)') return;
+    if (!frame || !counted(elapsedUs) || frame.functionName === '(idle)') return;
     totalUs += delta;
     const name = frameName(frame, root);
     selfUs.set(name, (selfUs.get(name) ?? 0) + delta);

@@ -42,11 +42,11 @@ import {
   type ScenarioResult,
   type StoreCounts,
 } from './report.js';
-import { renderChart } from './chart.js';
+import { renderChart, renderHistoryChart } from './chart.js';
 import { CommandCounter, perRequest } from './command-counter.js';
 import { cpuMeter } from './cpu.js';
 import { floorCreateLoop, startFloor } from './floor.js';
-import { formatFrames, topFrames, type CpuProfile } from './profile.js';
+import { formatFrames, topFrames, topFramesIn, type CpuProfile, type ProfileWindow } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
 import { BENCH_RATE_LIMITS, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
@@ -117,7 +117,7 @@ interface Settings {
   webhookOrders: number;
 }
 
-const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund', 'webhook'] as const;
+const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund', 'webhook', 'strangers'] as const;
 type ScenarioFamily = (typeof FAMILIES)[number];
 const REDIS_FAMILIES: ScenarioFamily[] = ['replay', 'mixed', 'hot-key'];
 
@@ -235,10 +235,20 @@ function scenario(id: string, title: string, concurrency: number, measured: Meas
 /** A load run with the service's CPU (and, behind a counter, its store commands) per completed request over the same window. */
 type Measured = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null };
 
-async function measure(target: ServiceProcess, load: () => Promise<LoadMeasurement>): Promise<Measured> {
+/** Each labelled measured window, per process: `--profile` ranks each path's frames from its own windows. */
+const profileWindows: { pid: number | undefined; label: string; window: ProfileWindow }[] = [];
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+async function windowed<T>(target: ServiceProcess, label: string | undefined, run: () => Promise<T>): Promise<T> {
+  const fromUs = monotonicUs();
+  const result = await run();
+  if (label) profileWindows.push({ pid: target.pid, label, window: { fromUs, toUs: monotonicUs() } });
+  return result;
+}
+
+async function measure(target: ServiceProcess, load: () => Promise<LoadMeasurement>, label?: string): Promise<Measured> {
   const cpu = cpuMeter(target.pid, target.idleCpuMsPerSecond);
   const commands = storeMeter(target);
-  const measured = await load();
+  const measured = await windowed(target, label, load);
   return { ...measured, cpuMsPerRequest: cpu.perRequest(measured.requests), ...commands(measured.requests) };
 }
 
@@ -299,11 +309,13 @@ async function warmThenMeasure(
   connections: number,
   requestsFor: (phase: 'warm' | 'run') => RequestSpec[],
   per: 'response' | 'saved order' = 'response',
+  label?: string,
 ): Promise<Measured> {
   const { store, settings } = bench;
   await store.clean();
   let warmupRequests = 0;
   if (settings.warmupSeconds > 0) {
+    progress(`  ${label ?? target.name}: ${settings.warmupSeconds} s warm-up`);
     const warm = await runLoad({
       baseUrl: target.baseUrl,
       connections,
@@ -315,10 +327,14 @@ async function warmThenMeasure(
     await store.clean();
   }
   const durationSeconds = windowAfterWarmup(settings, warmupRequests);
+  progress(`  ${label ?? target.name}: measuring ${durationSeconds} s${per === 'saved order' ? ', then the service drains' : ''}`);
   const cpu = cpuMeter(target.pid, target.idleCpuMsPerSecond);
   const commands = storeMeter(target);
-  const measured = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') });
-  await (per === 'saved order' ? drain(bench) : settle(bench));
+  const measured = await windowed(target, label, async () => {
+    const loaded = await runLoad({ baseUrl: target.baseUrl, connections, durationSeconds, requests: requestsFor('run') });
+    await (per === 'saved order' ? drain(bench) : settle(bench));
+    return loaded;
+  });
   const completed = per === 'saved order' ? await store.savedOrders() : measured.requests;
   return { ...measured, cpuMsPerRequest: cpu.perRequest(completed), ...commands(completed) };
 }
@@ -397,6 +413,7 @@ async function createUniqueKeys(bench: Bench, concurrency: number, layer: 'on' |
     concurrency,
     (phase) => [createRequest(uniqueKeys(`${bench.runId}-create-${layer}-c${concurrency}-${phase}`))],
     'saved order',
+    `create c${concurrency}, layer ${layer}`,
   );
   return layer === 'on'
     ? scenario(scenarioId.create(concurrency), 'create, unique keys', concurrency, measured, allStatus(measured, '201'))
@@ -440,29 +457,34 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   const getRequests = () => roundRobin((id) => `/v1/orders/${id}`, { authorization: HEADERS.authorization });
   const fixed = (path: string): RequestSpec[] => [{ method: 'GET', path }];
 
-  const run = async (target: ServiceProcess, requests: () => RequestSpec[]) => {
-    const load = (durationSeconds: number) =>
-      measure(target, () => runLoad({ baseUrl: target.baseUrl, connections: concurrency, durationSeconds, requests: requests() }));
+  const run = async (target: ServiceProcess, requests: () => RequestSpec[], label?: string) => {
+    const load = (durationSeconds: number, labelled?: string) =>
+      measure(
+        target,
+        () => runLoad({ baseUrl: target.baseUrl, connections: concurrency, durationSeconds, requests: requests() }),
+        labelled,
+      );
+    progress(`  ${label ?? target.name}: ${settings.warmupSeconds} s warm-up, ${settings.durationSeconds} s measured`);
     if (settings.warmupSeconds > 0) await load(settings.warmupSeconds);
-    return load(settings.durationSeconds);
+    return load(settings.durationSeconds, label);
   };
-  const replayRun = async (target: ServiceProcess) => {
+  const replayRun = async (target: ServiceProcess, name = 'replay') => {
     let replay = replayOf(keys);
-    const measured = await run(target, () => (replay = replayOf(keys)).requests);
+    const measured = await run(target, () => (replay = replayOf(keys)).requests, `${name} c${concurrency}`);
     return { measured, tally: replay.tally };
   };
 
   const ordersBefore = await store.db.collection('orders').countDocuments({});
   const replayed = await replayRun(service);
-  const replayedNoLimits = await replayRun(bench.limitsOff);
+  const replayedNoLimits = await replayRun(bench.limitsOff, 'replay, limits off');
   await settle(bench);
   const ordersAfter = await store.db.collection('orders').countDocuments({});
-  const got = await run(service, getRequests);
-  const gotNoLimits = await run(bench.limitsOff, getRequests);
-  const floorRead = await run(bench.floor, () => roundRobin((id) => `/orders/${id}`));
-  const live = await run(service, () => fixed('/health/live'));
-  const liveNoLimits = await run(bench.limitsOff, () => fixed('/health/live'));
-  const hello = await run(bench.floor, () => fixed('/hello'));
+  const got = await run(service, getRequests, `GET /v1/orders/:id c${concurrency}`);
+  const gotNoLimits = await run(bench.limitsOff, getRequests, `GET /v1/orders/:id, limits off, c${concurrency}`);
+  const floorRead = await run(bench.floor, () => roundRobin((id) => `/orders/${id}`), `read floor c${concurrency}`);
+  const live = await run(service, () => fixed('/health/live'), `/health/live c${concurrency}`);
+  const liveNoLimits = await run(bench.limitsOff, () => fixed('/health/live'), `/health/live, limits off, c${concurrency}`);
+  const hello = await run(bench.floor, () => fixed('/hello'), `hello floor c${concurrency}`);
   await store.clean();
 
   const replayCheck = (result: typeof replayed): CheckResult => {
@@ -865,66 +887,139 @@ async function webhookIngestion(bench: Bench): Promise<ScenarioResult> {
  * (b) with the pure-JS HMAC, 0.95 ms for an unauthenticated 64 KiB create.
  */
 async function webhookRefusals(bench: Bench): Promise<ScenarioResult[]> {
-  const { service, settings } = bench;
-  const concurrency = bench.levels[0];
   const body = JSON.stringify({ type: 'charge.succeeded', pad: 'x'.repeat(64 * 1024 - 48) });
-  const requests = settings.mode === 'quick' ? 400 : 2_000;
-  const run = async (kind: 'headers' | 'signature'): Promise<ScenarioResult> => {
-    const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
-    const answered: { status: number; ms: number }[] = [];
-    let next = 0;
-    const started = performance.now();
-    const worker = async () => {
-      while (next++ < requests) {
-        const headers: Record<string, string> = { 'content-type': 'application/json' };
-        if (kind === 'signature') {
-          headers['webhook-id'] = `evt_stranger_${next}`;
-          headers['webhook-timestamp'] = String(Math.floor(Date.now() / 1000));
-          headers['webhook-signature'] = `v1,${Buffer.alloc(32, next % 256).toString('base64')}`;
-        }
-        const begin = performance.now();
-        try {
-          const response = await fetch(`${service.baseUrl}/v1/webhooks/payments`, { method: 'POST', headers, body });
-          await response.arrayBuffer();
-          answered.push({ status: response.status, ms: performance.now() - begin });
-        } catch {
-          answered.push({ status: 0, ms: performance.now() - begin });
-        }
+  const webhook = (kind: 'headers' | 'signature'): Stranger => ({
+    id: `webhook-refused-${kind}`,
+    title:
+      kind === 'headers'
+        ? 'webhook stranger, no headers, 64 KiB (refused on headers)'
+        : 'webhook stranger, bad signature, 64 KiB (read + HMAC)',
+    path: () => '/v1/webhooks/payments',
+    method: 'POST',
+    body,
+    headers: (next) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (kind === 'signature') {
+        headers['webhook-id'] = `evt_stranger_${next}`;
+        headers['webhook-timestamp'] = String(Math.floor(Date.now() / 1000));
+        headers['webhook-signature'] = `v1,${Buffer.alloc(32, next % 256).toString('base64')}`;
       }
-    };
-    await Promise.all(Array.from({ length: concurrency }, worker));
-    const durationSeconds = (performance.now() - started) / 1000;
-    const statusCounts: Record<string, number> = {};
-    for (const answer of answered) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
-    const ms = answered.map((a) => a.ms);
-    return {
-      id: `webhook-refused-${kind}-c${concurrency}`,
-      title:
-        kind === 'headers'
-          ? 'webhook stranger, no headers, 64 KiB (refused on headers)'
-          : 'webhook stranger, bad signature, 64 KiB (read + HMAC)',
-      concurrency,
-      durationSeconds,
-      requests: answered.length,
-      reqPerSec: answered.length / durationSeconds,
-      p50Ms: percentile(ms, 50),
-      p99Ms: percentile(ms, 99),
-      errors: statusCounts['0'] ?? 0,
-      non2xx: answered.filter((a) => a.status !== 0 && (a.status < 200 || a.status > 299)).length,
-      statusCounts,
-      cpuMsPerRequest: cpu.perRequest(answered.length),
-      check: { ok: Object.keys(statusCounts).every((status) => status === '401'), detail: statusSummary(statusCounts) },
-    };
-  };
-  const results = [await run('headers'), await run('signature')];
+      return headers;
+    },
+  });
+  const results = [await refuseStrangers(bench, webhook('headers')), await refuseStrangers(bench, webhook('signature'))];
   const inbox = (await bench.store.webhookEffects([])).inbox;
   for (const result of results) {
     if (inbox !== 0) result.check = { ok: false, detail: `${result.check?.detail}; ${inbox} inbox rows written` };
-    console.log(
-      `${result.title}: ${result.reqPerSec.toFixed(0)} refusals/s, ${result.cpuMsPerRequest?.toFixed(3) ?? '?'} ms CPU per refusal`,
-    );
   }
   return results;
+}
+
+/**
+ * The API's door for strangers (issue 39, item 3): calls without a valid API
+ * key, refused 401 - (a) a create with no Authorization and a 1 KiB body,
+ * refused before the body is read (app.setup.ts, refuseStrangersEarly); (b) a
+ * create with a wrong bearer, the same; (c) a GET of an order with a wrong
+ * bearer, refused by the API key guard inside Nest. Refusals/s and CPU per
+ * refusal; nothing may be created.
+ */
+async function apiRefusals(bench: Bench): Promise<ScenarioResult[]> {
+  const body = JSON.stringify({ ...(JSON.parse(ORDER_BODY) as object), pad: 'x'.repeat(1024) });
+  const ordersBefore = await bench.store.db.collection('orders').countDocuments({});
+  const create = (bearer: string | null): Stranger => ({
+    id: bearer ? 'api-refused-create-bad-key' : 'api-refused-create-no-key',
+    title: bearer ? 'API stranger, create, wrong API key, 1 KiB' : 'API stranger, create, no API key, 1 KiB',
+    path: () => '/v1/orders',
+    method: 'POST',
+    body,
+    headers: (next) => ({
+      'content-type': 'application/json',
+      'idempotency-key': `stranger-${next}`,
+      ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+    }),
+  });
+  const read: Stranger = {
+    id: 'api-refused-get-bad-key',
+    title: 'API stranger, GET /v1/orders/:id, wrong API key',
+    path: (next) => `/v1/orders/ord_${next.toString(16).padStart(24, '0')}`,
+    method: 'GET',
+    headers: () => ({ authorization: 'Bearer not-a-key-of-this-service' }),
+  };
+  const results = [
+    await refuseStrangers(bench, create(null)),
+    await refuseStrangers(bench, create('not-a-key-of-this-service')),
+    await refuseStrangers(bench, read),
+  ];
+  const ordersAfter = await bench.store.db.collection('orders').countDocuments({});
+  for (const result of results) {
+    if (ordersAfter !== ordersBefore)
+      result.check = { ok: false, detail: `${result.check?.detail}; ${ordersAfter - ordersBefore} orders created` };
+  }
+  return results;
+}
+
+interface Stranger {
+  id: string;
+  title: string;
+  method: 'GET' | 'POST';
+  path: (next: number) => string;
+  headers: (next: number) => Record<string, string>;
+  body?: string;
+}
+
+/**
+ * Sends a stranger's requests one at a time per worker (fetch, not autocannon:
+ * each request is built fresh), at the bench's first concurrency level, on
+ * the layer-on service: refusals/s, p50/p99 and CPU per refusal; every answer must be 401.
+ */
+async function refuseStrangers(bench: Bench, stranger: Stranger): Promise<ScenarioResult> {
+  const { service, settings } = bench;
+  const concurrency = bench.levels[0];
+  const requests = settings.mode === 'quick' ? 400 : 2_000;
+  const cpu = cpuMeter(service.pid, service.idleCpuMsPerSecond);
+  const answered: { status: number; ms: number }[] = [];
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next++ < requests) {
+      const begin = performance.now();
+      try {
+        const response = await fetch(`${service.baseUrl}${stranger.path(next)}`, {
+          method: stranger.method,
+          headers: stranger.headers(next),
+          body: stranger.body,
+        });
+        await response.arrayBuffer();
+        answered.push({ status: response.status, ms: performance.now() - begin });
+      } catch {
+        answered.push({ status: 0, ms: performance.now() - begin });
+      }
+    }
+  };
+  await windowed(service, stranger.title, () => Promise.all(Array.from({ length: concurrency }, worker)));
+  const durationSeconds = (performance.now() - started) / 1000;
+  const statusCounts: Record<string, number> = {};
+  for (const answer of answered) statusCounts[answer.status] = (statusCounts[answer.status] ?? 0) + 1;
+  const ms = answered.map((a) => a.ms);
+  const result: ScenarioResult = {
+    id: `${stranger.id}-c${concurrency}`,
+    title: stranger.title,
+    concurrency,
+    durationSeconds,
+    requests: answered.length,
+    reqPerSec: answered.length / durationSeconds,
+    p50Ms: percentile(ms, 50),
+    p99Ms: percentile(ms, 99),
+    errors: statusCounts['0'] ?? 0,
+    non2xx: answered.filter((a) => a.status !== 0 && (a.status < 200 || a.status > 299)).length,
+    statusCounts,
+    cpuMsPerRequest: cpu.perRequest(answered.length),
+    check: { ok: Object.keys(statusCounts).every((status) => status === '401'), detail: statusSummary(statusCounts) },
+  };
+  console.log(
+    `  ${result.title}: ${result.reqPerSec.toFixed(0)} refusals/s, ${result.cpuMsPerRequest?.toFixed(3) ?? '?'} ms CPU per refusal`,
+  );
+  return result;
 }
 
 /**
@@ -978,40 +1073,53 @@ async function serverVersion(store: BenchStore): Promise<string | null> {
 }
 
 async function runScenarios(bench: Bench, record: (result: ScenarioResult, seconds: number) => void): Promise<void> {
-  const timed = async (run: () => Promise<ScenarioResult | ScenarioResult[]>) => {
-    const started = Date.now();
-    const results = [await run()].flat();
-    for (const result of results) record(result, (Date.now() - started) / 1000 / results.length);
-  };
+  // The steps are listed first and run after, so that each one can say "i of N" as it starts (issue 36 item 7:
+  // never silent for more than one measured window).
+  const steps: { name: string; run: () => Promise<ScenarioResult | ScenarioResult[]> }[] = [];
+  const step = (name: string, run: () => Promise<ScenarioResult | ScenarioResult[]>) => steps.push({ name, run });
   // --redis alone: only the scenarios the fast path serves (replay, duplicates, hot key); --only overrides.
   const only = bench.settings.only ?? (bench.redisService ? REDIS_FAMILIES : undefined);
   const wanted = (family: ScenarioFamily) => !only || only.includes(family);
   /** The same scenario again on the Redis service, recorded under the `-redis` id. */
-  const alsoWithRedis = async (run: (target: Bench) => Promise<ScenarioResult | ScenarioResult[]>) => {
-    await timed(() => run(bench));
+  const alsoWithRedis = (name: string, run: (target: Bench) => Promise<ScenarioResult | ScenarioResult[]>) => {
+    step(name, () => run(bench));
     if (!bench.redisService) return;
     const withRedis: Bench = { ...bench, service: bench.redisService, runId: `${bench.runId}r` };
-    await timed(async () =>
+    step(`${name} [Redis]`, async () =>
       [await run(withRedis)]
         .flat()
         .map((result) => ({ ...result, id: `${result.id}${REDIS_ID_SUFFIX}`, title: `${result.title} [Redis]` })),
     );
   };
-  if (wanted('floor')) for (const concurrency of bench.levels) await timed(() => floor(bench, concurrency));
-  if (wanted('create')) for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'on'));
-  if (wanted('layer-off')) for (const concurrency of bench.levels) await timed(() => createUniqueKeys(bench, concurrency, 'off'));
-  if (wanted('replay')) await alsoWithRedis(replayAndGet);
-  if (wanted('mixed')) await alsoWithRedis(mixedDuplicates);
-  if (wanted('hot-key')) await alsoWithRedis(hotKey);
-  if (wanted('growth')) await timed(() => growth(bench));
+  const levels = bench.levels;
+  if (wanted('floor')) for (const c of levels) step(`create floor, bare driver, c${c}`, () => floor(bench, c));
+  if (wanted('create')) for (const c of levels) step(`create, layer on, c${c}`, () => createUniqueKeys(bench, c, 'on'));
+  if (wanted('layer-off')) for (const c of levels) step(`create, layer off, c${c}`, () => createUniqueKeys(bench, c, 'off'));
+  if (wanted('replay')) alsoWithRedis('replay, GET, read floor, /health/live (8 rows)', replayAndGet);
+  if (wanted('mixed')) alsoWithRedis('mixed, 5% duplicate keys', mixedDuplicates);
+  if (wanted('hot-key')) alsoWithRedis('hot key', hotKey);
+  if (wanted('growth')) step('growth', () => growth(bench));
   if (wanted('refund')) {
-    await timed(() => refundThroughput(bench));
-    await timed(() => refundHotOrder(bench));
+    step('refund throughput', () => refundThroughput(bench));
+    step('hot order refunds', () => refundHotOrder(bench));
   }
   if (wanted('webhook')) {
-    await timed(() => webhookIngestion(bench));
-    await timed(() => webhookRefusals(bench));
+    step('webhook ingestion', () => webhookIngestion(bench));
+    step('webhook strangers (2 rows)', () => webhookRefusals(bench));
   }
+  if (wanted('strangers')) step('API strangers (3 rows)', () => apiRefusals(bench));
+  for (const [index, { name, run }] of steps.entries()) {
+    progress(`${index + 1} of ${steps.length}: ${name}`);
+    const started = Date.now();
+    const results = [await run()].flat();
+    for (const result of results) record(result, (Date.now() - started) / 1000 / results.length);
+  }
+}
+
+const benchStarted = Date.now();
+/** A line with the time since the start: what the benchmark is doing now. */
+function progress(line: string): void {
+  console.log(`  (${((Date.now() - benchStarted) / 1000).toFixed(0).padStart(4)} s) ${line}`);
 }
 
 /** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */
@@ -1025,10 +1133,32 @@ async function reportProfiles(services: ServiceProcess[], dir: string): Promise<
       continue;
     }
     const profile = JSON.parse(readFileSync(join(folder, files[0]), 'utf8')) as CpuProfile;
+    const root = ROOT.replace(/\/$/, '');
+    const labels = [...new Set(profileWindows.filter((w) => w.pid === service.pid).map((w) => w.label))];
+    for (const label of labels) {
+      const windows = profileWindows.filter((w) => w.pid === service.pid && w.label === label).map((w) => w.window);
+      console.log(`\nTop frames by self time, ${service.name}, ${label} (measured window only):`);
+      console.log(formatFrames(topFramesIn(profile, 15, root, windows)));
+    }
     console.log(
       `\nTop frames by self time, ${service.name} (${join(folder, files[0])}):\n${formatFrames(topFrames(profile, 15, ROOT.replace(/\/$/, ''), service.readyAfterMs))}`,
     );
   }
+}
+
+/** Every results file kept in bench/results/ that this version reads (older schemas are left out, said once). */
+function keptRuns(dir: string): BenchResults[] {
+  const runs: BenchResults[] = [];
+  let unreadable = 0;
+  for (const file of readdirSync(dir).filter((name) => name.endsWith('.json') && !name.endsWith('.tmp.json'))) {
+    try {
+      runs.push(parseResults(readFileSync(join(dir, file), 'utf8')));
+    } catch {
+      unreadable++;
+    }
+  }
+  if (unreadable > 0) console.log(`  (history chart: ${unreadable} results file(s) of an older format left out)`);
+  return runs;
 }
 
 const profileFolder = (name: string) => name.replace(/[^a-z0-9]+/gi, '-').replace(/-$/, '');
@@ -1188,6 +1318,9 @@ async function main(): Promise<number> {
     const chart = file.replace(/\.json$/, '.svg');
     writeFileSync(chart, renderChart(results, before));
     console.log(`Chart written to ${chart}${before ? ` (before: ${settings.compare})` : ''}`);
+    const history = join(dir, 'history.svg');
+    writeFileSync(history, renderHistoryChart(keptRuns(dir)));
+    console.log(`History chart (every run kept in bench/results/) written to ${history}`);
     if (backend.proxyStats) console.log(`Serializing proxy: ${JSON.stringify(backend.proxyStats)}`);
     if (settings.profile) await reportProfiles([service, layerOff], profileDir);
     return runPassed(results) ? 0 : 1;

@@ -53,7 +53,8 @@ export interface ServiceOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-const READY_TIMEOUT_MS = 30_000;
+// Four processes boot at once; on a shared 2-core machine at load 15-20 one took over 30 s (a ready service answers in ms).
+const READY_TIMEOUT_MS = 120_000;
 const STOP_GRACE_MS = 5_000;
 
 export async function startService(options: ServiceOptions): Promise<ServiceProcess> {

@@ -24,7 +24,7 @@ import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_L
 import { parseJsonBody } from './http/json-body.js';
 import { connectionsCheckingInterval, enforceRequestDeadline } from './http/request-deadline.js';
 import { isSignedRawBodyRoute } from './http/signed-raw-body.js';
-import { CLIENT_REQUEST_ID, ROUTE_PATTERN } from './logging/route-pattern.js';
+import { CLIENT_REQUEST_ID, REPLAYED, ROUTE_PATTERN } from './logging/route-pattern.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { guardWebhookDoor, WebhookRefusals } from './webhooks/webhook-door.js';
 import { setUpOpenApi } from './openapi.js';
@@ -54,6 +54,11 @@ function countRequests(app: NestFastifyApplication): void {
       if (raw[ROUTE_PATTERN].startsWith('/v1/')) reply.header('cache-control', 'no-store');
       const given = request.headers['x-request-id'];
       if (typeof given === 'string' && /^[\w.-]{1,64}$/.test(given)) raw[CLIENT_REQUEST_ID] = given;
+    })
+    .addHook('onSend', (request, reply, payload, done) => {
+      // For the request log's `replayed` field: the header is only readable here, before writeHead takes it.
+      if (reply.getHeader('idempotent-replayed') === 'true') (request.raw as IncomingMessage & { [REPLAYED]?: true })[REPLAYED] = true;
+      done(null, payload);
     })
     .addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';

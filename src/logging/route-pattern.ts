@@ -3,3 +3,6 @@ export const ROUTE_PATTERN = Symbol('routePattern');
 
 /** The caller's own X-Request-Id, when well-formed: logged beside ours (`clientRequestId`), never used as the request id. */
 export const CLIENT_REQUEST_ID = Symbol('clientRequestId');
+
+/** Set when the answer was a stored one sent again (Idempotent-Replayed): logged as `replayed: true`. */
+export const REPLAYED = Symbol('replayed');

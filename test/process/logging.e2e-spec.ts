@@ -70,8 +70,30 @@ describe('request logs', () => {
       () => service.describe(),
     );
     expect(line).toMatchObject({ tenant: 'acme', operation: 'orders.create', route: '/v1/orders', res: { statusCode: 201 } });
+    expect(line.replayed).toBeUndefined();
     expect(typeof (line.req as { id: unknown }).id).toBe('string');
     expect(typeof line.responseTime).toBe('number');
+
+    // A replay's line says so: an operator tells a retry answered from the record from a first request.
+    const replay = await postOrder(service.baseUrl, key, orderBody({ paymentMethod: { token: 'tok_visa' } }));
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    const replayLine = await pollUntil(
+      async () =>
+        service
+          .stdout()
+          .split('\n')
+          .filter((text) => text.startsWith('{'))
+          .map((text) => JSON.parse(text) as Record<string, unknown>)
+          .find((entry) => entry.idempotencyKeyHash === keyHash && entry.replayed === true),
+      5_000,
+      () => service.describe(),
+    );
+    expect(replayLine).toMatchObject({
+      tenant: 'acme',
+      apiKeyId: expect.any(String),
+      operation: 'orders.create',
+      res: { statusCode: 201 },
+    });
 
     const everything = service.stdout() + service.stderr();
     for (const secret of [key, 'another-private-key', ACME_SECRET, 'tok_visa', 'tok_decline']) {
@@ -111,7 +133,9 @@ describe('request logs', () => {
           .filter((text) => text.startsWith('{'))
           .map((text) => JSON.parse(text) as { level: number; msg: string; res?: { statusCode: number }; refusalsNotLogged?: number })
           .filter((entry) => entry.res?.statusCode === 401);
-        return parsed.some((entry) => entry.refusalsNotLogged) && parsed;
+        // Lines reach stdout in batches (at most LOG_FLUSH_MS late): wait until the last refusal's line is out.
+        const accounted = parsed.length + parsed.reduce((sum, entry) => sum + (entry.refusalsNotLogged ?? 0), 0);
+        return parsed.some((entry) => entry.refusalsNotLogged) && accounted >= refusals + 1 && parsed;
       },
       5_000,
       () => service.describe(),
