@@ -71,6 +71,26 @@ describe('docs/api: every documented request, against the service', () => {
     });
   }
 
+  it('reconciliation.md: after every flow above, the CLI finds the books matching, as the page shows', async () => {
+    const markdown = readFileSync(`${ROOT}docs/api/reconciliation.md`, 'utf8');
+    const script = readFileSync(`${ROOT}docs/api/requests/reconciliation.sh`, 'utf8');
+    expect(markdown).toContain('(requests/reconciliation.sh)');
+    expect(markdown).toContain(`\`\`\`bash\n${script}\`\`\``);
+    await Promise.all(runs.values());
+    // The CLI reads the service's configuration: this test app's databases on the run's replica set.
+    const result = await run('reconciliation.sh', {
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'silent',
+      MONGODB_DB_NAME: 'test_docs_requests',
+      PAYMENT_SIMULATOR_DB_NAME: 'test_docs_requests_psp',
+      MONGODB_URI: process.env.MONGODB_URI ?? '',
+    });
+    expect(result.stderr).not.toContain('MISMATCH');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('reconciliation.sh: every answer as documented');
+    expect(result.stdout).toMatch(/^< exit 0 \{/m);
+  });
+
   it('leaves the database as the docs say: one charge per key, refunds within the captured amount, nothing half-done', async () => {
     const orders = await t.db
       .collection<{ _id: string; state: string; capturedMinor: number; refundedMinor: number }>('orders')

@@ -44,3 +44,18 @@ signed() {
   local line
   while IFS= read -r line; do WEBHOOK_HEADERS+=(-H "$line"); done < <(node "$REQUESTS_DIR/../../../scripts/sign-webhook.mjs" "$1")
 }
+
+# cmd EXIT [field=value ...] -- COMMAND ...: a command instead of a request (the reconcile CLI):
+# its exit code stands for the status, its JSON output for the body.
+cmd() {
+  local expected=$1 checks=()
+  shift
+  while [ "$1" != "--" ]; do checks+=("$1"); shift; done
+  shift
+  echo "> $*"
+  local code=0
+  "$@" > "$ANSWER" || code=$?
+  : > "$HEADERS"
+  echo "< exit $code $(head -c 400 "$ANSWER")"
+  node "$REQUESTS_DIR/check.mjs" "$expected" "$code" "$ANSWER" "$HEADERS" "${checks[@]}"
+}
