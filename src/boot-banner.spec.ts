@@ -20,6 +20,8 @@ const FACTS: BootFacts = {
 describe('the boot banner', () => {
   it('names the URLs, the docs, the dev token and the store with its caveats', () => {
     const text = bootBanner(FACTS).join('\n');
+    // The first line is the one scripts and test/process wait for.
+    expect(bootBanner(FACTS)[0]).toBe('Listening on http://127.0.0.1:3000 (NODE_ENV=development): idempotent orders is ready');
     expect(text).toContain('API      http://127.0.0.1:3000/v1/orders');
     expect(text).toContain('Docs     http://127.0.0.1:3000/docs');
     expect(text).toContain('Metrics  http://127.0.0.1:3000/metrics');

@@ -29,7 +29,7 @@ export interface BootFacts {
 export function bootBanner(facts: BootFacts): string[] {
   const metrics = facts.metrics.listener === 'api' ? `${facts.url}/metrics` : `${facts.metrics.url}/metrics (a listener of its own)`;
   const lines = [
-    `Idempotent orders is ready (NODE_ENV=${facts.env})`,
+    `Listening on ${facts.url} (NODE_ENV=${facts.env}): idempotent orders is ready`,
     `  API      ${facts.url}/v1/orders`,
     facts.docsEnabled
       ? `  Docs     ${facts.url}/docs (OpenAPI; JSON at /docs/json); guides and runnable requests in docs/api/`
