@@ -212,7 +212,10 @@ async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBac
 function spawnTiedToUs(binary: string, args: string[]): ChildProcess {
   const options = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] };
   if (!existsSync(SETPRIV)) return spawn(binary, args, options);
-  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args], options);
+  // A process group of its own: Ctrl-C (or a SIGTERM to our group) reaches the service, which drains and
+  // exits, and not the store under it first (which made every Ctrl-C log "stopped on its own" and exit 1).
+  // It still dies with us: the kernel's SIGKILL on our death.
+  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args], { ...options, detached: true });
 }
 
 const SETPRIV = '/usr/bin/setpriv';
