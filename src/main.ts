@@ -4,7 +4,8 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { existsSync } from 'node:fs';
+import { existsSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { bootBanner, quietFramework } from './boot-banner.js';
 import { configureApp, createAdapter, NEST_APP_OPTIONS } from './app.setup.js';
@@ -120,7 +121,14 @@ async function bootstrap(): Promise<void> {
   process.once('exit', (code) => {
     if (!stopping) return;
     const store = config.mongo.uri || shared ? '' : '; the embedded store stopped with it';
-    logger.log(`Stopped after ${stopping.signal} in ${Date.now() - stopping.at} ms: ${drained} request(s) drained, exit ${code}${store}`);
+    const message = `Stopped after ${stopping.signal} in ${Date.now() - stopping.at} ms: ${drained} request(s) drained, exit ${code}${store}`;
+    // At 'exit' only a synchronous write lands: the logger's stream to a pipe may still hold its buffer
+    // (the line was lost that way). So this last line is written directly, in the logger's shape.
+    const line =
+      config.app.logFormat === 'json'
+        ? JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), context: 'Bootstrap', msg: message })
+        : `[${new Date().toTimeString().slice(0, 8)}] INFO (${process.pid}): ${message} {"context":"Bootstrap"}`;
+    writeSync(1, `${line}\n`);
   });
   await app.listen(config.app.port, config.app.host);
   const url = (await app.getUrl()).replace('[::1]', 'localhost');
