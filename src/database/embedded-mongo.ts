@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -212,7 +212,10 @@ async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBac
 function spawnTiedToUs(binary: string, args: string[]): ChildProcess {
   const options = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] };
   if (!existsSync(SETPRIV)) return spawn(binary, args, options);
-  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args], options);
+  // A process group of its own: Ctrl-C (or a SIGTERM to our group) reaches the service, which drains and
+  // exits, and not the store under it first (which made every Ctrl-C log "stopped on its own" and exit 1).
+  // It still dies with us: the kernel's SIGKILL on our death.
+  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args], { ...options, detached: true });
 }
 
 const SETPRIV = '/usr/bin/setpriv';
@@ -241,4 +244,38 @@ function stopChild(child: ChildProcess): Promise<void> {
     child.kill('SIGTERM');
     setTimeout(() => child.kill('SIGKILL'), 2000).unref();
   });
+}
+
+/**
+ * The embedded store as a process of its own (`npm run store`), so the data
+ * outlives restarts of the service: the store writes where it listens to
+ * this file, and a service started without MONGODB_URI uses the store the
+ * file names while that process lives. Neither the emulator nor a
+ * mongodb-memory-server mongod keeps data on disk here; the data lives as
+ * long as the store process.
+ */
+export const SHARED_STORE_FILE = '.data/embedded-store.json';
+
+export interface SharedStore {
+  uri: string;
+  pid: number;
+  description: string;
+  kind: MongoBackendKind;
+}
+
+/** The running shared store named by `file`, or undefined (no file, or its process is gone). */
+export function findSharedStore(file = SHARED_STORE_FILE): SharedStore | undefined {
+  if (!existsSync(file)) return undefined;
+  let store: SharedStore;
+  try {
+    store = JSON.parse(readFileSync(file, 'utf8')) as SharedStore;
+  } catch {
+    return undefined;
+  }
+  try {
+    process.kill(store.pid, 0);
+  } catch {
+    return undefined;
+  }
+  return store;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { exportedNames, extractMetricNames } from './promql-names.js';
 
 /*
@@ -80,8 +81,45 @@ describe('docs/dashboards', () => {
     }
   });
 
+  it("draws every metric the service exports: a feature's metric without a panel fails here", async () => {
+    const missing = unpanelled(await appMetricNames(), queriedNames());
+    expect(missing).toEqual([]);
+  });
+
+  it('the coverage check names a metric no panel queries (the check can fail)', async () => {
+    const queried = queriedNames();
+    queried.delete('webhook_refused_total');
+    expect(unpanelled(await appMetricNames(), queried)).toEqual(['webhook_refused_total']);
+  });
+
   it('fails on a misspelled metric (the check can fail)', async () => {
     const exported = await exportedNames();
     expect(extractMetricNames('max(outbox_backlogs)').filter((name) => !exported.has(name))).toEqual(['outbox_backlogs']);
   });
 });
+
+/** Every metric name the dashboards query. */
+function queriedNames(): Set<string> {
+  return new Set(
+    dashboards.flatMap(({ dashboard }) =>
+      panelsOf(dashboard.panels).flatMap((panel) => (panel.targets ?? []).flatMap((target) => extractMetricNames(target.expr))),
+    ),
+  );
+}
+
+/** The service's own metrics: what MetricsService exports less prom-client's process and Node defaults. */
+async function appMetricNames(): Promise<Set<string>> {
+  const defaults = new Registry();
+  collectDefaultMetrics({ register: defaults });
+  const defaultNames = new Set((await defaults.getMetricsAsJSON()).map((metric) => metric.name));
+  defaults.clear();
+  const exported = await exportedNames();
+  return new Set([...exported].filter((name) => !defaultNames.has(name.replace(/_(bucket|sum|count)$/, ''))));
+}
+
+/** Metrics no panel draws; a histogram counts as drawn when any of its series is queried. */
+function unpanelled(app: Set<string>, queried: Set<string>): string[] {
+  const base = (name: string) => name.replace(/_(bucket|sum|count)$/, '');
+  const drawn = new Set([...queried].map(base));
+  return [...new Set([...app].map(base))].filter((name) => !drawn.has(name)).sort();
+}

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -315,5 +315,64 @@ describe('IdempotentClient', () => {
     const { client } = clientWith(fetch);
     expect(await client.request('a', { path: '/x' })).toMatchObject({ status: 200, body: 'plain' });
     expect(await client.request('b', { path: '/x', method: 'put' })).toMatchObject({ status: 204, body: '' });
+  });
+
+  describe('debug logging (opt-in)', () => {
+    const retried = () => [
+      reset(),
+      problem(503, 'payment_provider_unavailable', { 'retry-after': '2' }, { retryable: true, reuseKey: true, newKeySafe: false }),
+      replayed(),
+    ];
+
+    it('writes one line per attempt, with what came back and what the client does next', async () => {
+      const lines: string[] = [];
+      const { client } = clientWith(scriptedFetch(retried()).fetch, { debug: (line) => lines.push(line) });
+      const result = await post(client);
+      expect(lines).toHaveLength(3);
+      expect(lines[0]).toMatch(
+        new RegExp(`^idempotent-client op-1 key=${result.key} attempt 1: no answer \\(fetch failed\\) -> retry same key in \\d+ ms`),
+      );
+      expect(lines[1]).toMatch(/attempt 2: 503 payment_provider_unavailable -> retry same key in 2000 ms \(guidance: /);
+      expect(lines[2]).toBe(`idempotent-client op-1 key=${result.key} attempt 3: 201 -> done (replayed: it had run before)`);
+    });
+
+    it('is off by default and with debug: false, even with NODE_DEBUG set', async () => {
+      const lines: string[] = [];
+      const spy = jest.spyOn(console, 'error').mockImplementation((line: string) => void lines.push(line));
+      const previous = process.env.NODE_DEBUG;
+      try {
+        await post(clientWith(scriptedFetch(retried()).fetch).client);
+        expect(lines).toEqual([]);
+        process.env.NODE_DEBUG = 'http,idempotent-client';
+        await post(clientWith(scriptedFetch(retried()).fetch, { debug: false }).client);
+        expect(lines).toEqual([]);
+        // Unset, NODE_DEBUG=idempotent-client turns it on, to stderr.
+        await post(clientWith(scriptedFetch(retried()).fetch).client, 'op-2');
+        expect(lines).toHaveLength(3);
+        expect(lines[2]).toMatch(/^idempotent-client op-2 key=.* attempt 3: 201 -> done/);
+      } finally {
+        if (previous === undefined) delete process.env.NODE_DEBUG;
+        else process.env.NODE_DEBUG = previous;
+        spy.mockRestore();
+      }
+    });
+
+    it('still calls onAttempt beside the debug lines', async () => {
+      const { client, events } = clientWith(scriptedFetch(retried()).fetch, { debug: () => undefined });
+      await post(client);
+      expect(events.map((event) => event.attempt)).toEqual([1, 2, 3]);
+    });
+
+    it('names a stop and whether a new key is safe', async () => {
+      const lines: string[] = [];
+      const { client } = clientWith(
+        scriptedFetch([problem(402, 'card_declined', {}, { retryable: false, reuseKey: false, newKeySafe: false })]).fetch,
+        {
+          debug: (line) => lines.push(line),
+        },
+      );
+      await rejection(post(client));
+      expect(lines).toEqual([expect.stringMatching(/attempt 1: 402 card_declined -> stop \(guidance: .*; new key safe: false\)$/)]);
+    });
   });
 });

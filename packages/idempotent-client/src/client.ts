@@ -20,6 +20,13 @@ export interface IdempotentClientOptions {
   fetch?: typeof globalThis.fetch;
   /** Called after every attempt, with its decision (and the wait before the next): for logs and tests. */
   onAttempt?: (event: AttemptEvent) => void;
+  /**
+   * Debug logging of every attempt, one line each (`describeAttempt`): off by
+   * default; `true` writes to stderr (console.error), a function receives the
+   * lines (your logger's debug). Unset, NODE_DEBUG=idempotent-client turns it
+   * on, as Node's own modules do. A retrying request is then never silent.
+   */
+  debug?: boolean | ((line: string) => void);
 }
 
 /** One logical operation's request. */
@@ -69,6 +76,38 @@ export interface AttemptEvent {
   delayMs?: number;
 }
 
+/** Where debug lines go: the option, else NODE_DEBUG=idempotent-client, else nowhere. */
+function debugSink(option: IdempotentClientOptions['debug']): ((line: string) => void) | undefined {
+  if (typeof option === 'function') return option;
+  const fromEnv = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.NODE_DEBUG;
+  const enabled = option ?? (fromEnv ?? '').split(/[\s,]+/).includes('idempotent-client');
+  return enabled ? (line) => console.error(line) : undefined;
+}
+
+/**
+ * One attempt as a debug line: the operation, the key, the attempt, what came
+ * back and what the client does next, e.g.
+ * `idempotent-client op-1 key=9f2c... attempt 2: 503 payment_provider_unavailable -> retry same key in 1200 ms (guidance: retryable)`.
+ */
+export function describeAttempt(event: AttemptEvent): string {
+  const answer =
+    event.status !== undefined
+      ? `${event.status}${event.decision.action !== 'done' && event.decision.problem?.code ? ` ${event.decision.problem.code}` : ''}`
+      : `no answer (${event.error instanceof Error ? event.error.message : String(event.error)})`;
+  const decision = event.decision;
+  const next =
+    decision.action === 'done'
+      ? decision.replayed
+        ? 'done (replayed: it had run before)'
+        : 'done'
+      : decision.action === 'stop'
+        ? `stop (${decision.source}: ${decision.reason}; new key safe: ${decision.newKeySafe})`
+        : event.delayMs !== undefined
+          ? `retry same key in ${event.delayMs} ms (${decision.source}: ${decision.reason})`
+          : `give up (${decision.source}: ${decision.reason})`;
+  return `idempotent-client ${event.operationId} key=${event.key} attempt ${event.attempt}: ${answer} -> ${next}`;
+}
+
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json\b/i;
 
 /**
@@ -94,7 +133,14 @@ export class IdempotentClient {
     this.keyStore = options.keyStore ?? new MemoryKeyStore();
     this.policy = retryPolicy(options.retry);
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
-    this.onAttempt = options.onAttempt ?? (() => undefined);
+    const onAttempt = options.onAttempt ?? (() => undefined);
+    const debug = debugSink(options.debug);
+    this.onAttempt = debug
+      ? (event) => {
+          debug(describeAttempt(event));
+          onAttempt(event);
+        }
+      : onAttempt;
   }
 
   /**

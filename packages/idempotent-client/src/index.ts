@@ -4,6 +4,7 @@
 /** The client and its request/result/options types. */
 export {
   IdempotentClient,
+  describeAttempt,
   type AttemptEvent,
   type IdempotentClientOptions,
   type IdempotentRequest,
