@@ -49,9 +49,13 @@ describe('deployment files', () => {
   it('points the api at every member and starts it only after the set is initiated', () => {
     const api = services.api;
     // Several hosts: not a WHATWG URL, so split it by hand.
-    const [, hosts, query] = /^mongodb:\/\/([^/?]+)\/[^?]*\?(.*)$/.exec(api.environment.MONGODB_URI) ?? [];
+    const [, user, hosts, query] = /^mongodb:\/\/(?:([^:@/]+):[^@/]+@)?([^/?]+)\/[^?]*\?(.*)$/.exec(api.environment.MONGODB_URI) ?? [];
     expect(hosts?.split(',').sort()).toEqual(MEMBERS.map((member) => `${member}:27017`));
     expect(new URLSearchParams(query).get('replicaSet')).toBe('rs0');
+    // MongoDB with auth: the service logs in as its own user (made by mongo-init), never as root.
+    expect(user).toBe('orders');
+    expect(new URLSearchParams(query).get('authSource')).toBe('admin');
+    expect([services['mongo-init'].command].flat().join(' ')).toMatch(/createUser\(\{ user: 'orders'/);
     expect(api.environment.NODE_ENV).toBe('production');
     expect(api.depends_on['mongo-init']).toEqual({ condition: 'service_completed_successfully' });
     for (const required of ['API_KEYS', 'IDEMPOTENCY_ENCRYPTION_KEY']) {
@@ -60,10 +64,14 @@ describe('deployment files', () => {
     expect(JSON.stringify(api.healthcheck.test)).toContain('/health/ready');
   });
 
-  it('interpolates and sets only variables that configuration.ts declares', () => {
+  it('interpolates and sets only variables that configuration.ts declares, besides the store passwords compose itself uses', () => {
+    // Made by the operator for compose alone (the members' root, the service's store user): the service reads neither,
+    // it gets the second only inside MONGODB_URI.
+    const composeOnly = ['MONGO_ROOT_PASSWORD', 'MONGO_APP_PASSWORD'];
     const referenced = [...composeText.matchAll(/(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((match) => match[1]);
     expect(referenced.length).toBeGreaterThan(0);
-    expect(referenced.filter((name) => !variables.includes(name))).toEqual([]);
+    expect(referenced.filter((name) => !variables.includes(name) && !composeOnly.includes(name))).toEqual([]);
+    expect(composeOnly.filter((name) => name in services.api.environment)).toEqual([]);
     expect(Object.keys(services.api.environment).filter((name) => !variables.includes(name))).toEqual([]);
   });
 
