@@ -11,6 +11,7 @@ import {
 import { IdempotencyClock, IdempotencyMetrics, NoopIdempotencyMetrics, SystemClock } from './ports.js';
 import { IdempotencyKeyInterceptor } from './http/idempotency.interceptor.js';
 import { IdempotencyAttempts } from './protocol/attempts.js';
+import { SingleTransactionWorks } from './protocol/single-transaction.js';
 import { IdempotencyClaims } from './protocol/claims.js';
 import { IdempotencyService } from './protocol/idempotency.service.js';
 import { InFlightWaiters } from './protocol/in-flight-waiters.js';
@@ -57,6 +58,7 @@ const PUBLIC_PROVIDERS = [
   IdempotencyCancellation,
   SubjectDigests,
   TransactionRunner,
+  SingleTransactionWorks,
   IdempotencyKeyInterceptor,
 ];
 
@@ -91,6 +93,7 @@ const INTERNAL_PROVIDERS: Provider[] = [
   InFlightWaiters,
   IdempotencyFastPath,
   IdempotencyKeyInterceptor,
+  SingleTransactionWorks,
   IdempotencyIndexes,
 ];
 

@@ -9,6 +9,7 @@ import { fingerprintRequest, matchesAnyBody } from './fingerprint.js';
 import type { IdempotencyKeyContext, IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
 import {
   AttemptAbandonedError,
+  AttemptFailedError,
   DuplicateClaimError,
   IdempotencyKeyCanceledError,
   IdempotencyKeyInUseError,
@@ -326,6 +327,8 @@ export class IdempotencyService {
         return null;
       }
       if (error instanceof AttemptAbandonedError) return null;
+      // The work failed its record itself (simple mode: nothing it wrote committed): no lease left to give back.
+      if (error instanceof AttemptFailedError) throw error.reason;
       if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       // After a transient failure the client's retry resumes this same attempt (same
