@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { ClientSession } from 'mongoose';
 import { EMPTY, lastValueFrom, of, type Observable } from 'rxjs';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
-import type { IdempotentOptions } from './idempotent.decorator.js';
+import { IDEMPOTENCY_PHASES_METADATA, IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions } from './route-metadata.js';
 import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
 import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
 import type { IdempotencyKeyContext } from '../protocol/work.js';
@@ -12,11 +12,7 @@ import { SingleTransactionWorks } from '../protocol/single-transaction.js';
 import { duplicateIntent } from '../protocol/duplicate-guard.js';
 import { nodeRequest, routeParams, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
-/** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
-export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
-
-/** Set on a handler that takes `@IdempotencyKey()`: it drives the protocol itself (the phases API), not simple mode. */
-export const IDEMPOTENCY_PHASES_METADATA = 'idempotency:phases';
+export { IDEMPOTENT_ROUTE_METADATA };
 
 export type { IdempotencyKeyContext };
 

@@ -1,40 +1,10 @@
 import { SetMetadata, UseInterceptors, applyDecorators, createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { IdempotentHttpRequest } from './platform.js';
 import type { ClientSession } from 'mongoose';
-import {
-  IDEMPOTENCY_PHASES_METADATA,
-  IDEMPOTENT_ROUTE_METADATA,
-  IdempotencyKeyInterceptor,
-  keyedState,
-  type IdempotencyKeyContext,
-} from './idempotency.interceptor.js';
-import type { StoreDownPolicy } from '../store/mongo-errors.js';
+import { IdempotencyKeyInterceptor, keyedState, type IdempotencyKeyContext } from './idempotency.interceptor.js';
+import { IDEMPOTENCY_PHASES_METADATA, IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions } from './route-metadata.js';
 
-export { IDEMPOTENT_ROUTE_METADATA };
-
-export interface IdempotentOptions {
-  /** Stable operation name, part of the scope key (e.g. `orders.create`): lowercase, digits, `_ . -`. */
-  operation: string;
-  /** Retention of this route's keys; the module's `ttlSeconds` when absent. */
-  ttlSeconds?: number;
-  /** Bump when the response body changes shape: new keys are stored under it; keys already used keep their record. */
-  schemaVersion?: number;
-  /**
-   * When MongoDB, the store of record, is unreachable: 'closed' (default)
-   * answers 503 + Retry-After and runs nothing - the only choice for anything
-   * that moves money; 'open' runs the work's `withoutGuard` instead, for a
-   * route whose own writes are naturally idempotent (a PUT of a whole value).
-   */
-  onStoreDown?: StoreDownPolicy;
-  /**
-   * Opt in to the duplicate guard (off unless the module's `duplicateGuard`
-   * is set, and then only for the tenants it names): the same body under
-   * another key within the window is answered 409 `possible_duplicate`,
-   * unless the request carries `Idempotency-Intent: new`. For creates whose
-   * clients may mint a new key per retry.
-   */
-  duplicateGuard?: boolean;
-}
+export { IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions };
 
 /**
  * Declares a keyed operation: requires and validates `Idempotency-Key`

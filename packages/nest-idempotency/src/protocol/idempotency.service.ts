@@ -6,7 +6,14 @@ import { TransactionRunner } from '../store/transaction-runner.js';
 import { IdempotencyMetrics } from '../ports.js';
 import { deriveClaimId } from './ids.js';
 import { fingerprintRequest, matchesAnyBody } from './fingerprint.js';
-import type { IdempotencyKeyContext, IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
+import {
+  runsWithoutGuard,
+  type IdempotencyKeyContext,
+  type IdempotentRequest,
+  type IdempotentResult,
+  type IdempotentWork,
+  type PrefetchedOwner,
+} from './work.js';
 import {
   AttemptAbandonedError,
   AttemptFailedError,
@@ -26,7 +33,7 @@ import { answeredAt, decide } from './record.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { IdempotencyFastPath, type CachedAnswer } from '../fast-path/fast-path.js';
-import { isStoreUnreachable, runsWithoutGuard } from '../store/mongo-errors.js';
+import { isStoreUnreachable } from '../store/mongo-errors.js';
 import { conflictRetryAfterSeconds, inFlightWaitBudgetMs } from './timing.js';
 import { resumableUntil } from './timing.js';
 import { legacyScopeKeys, scopeKey, type KeyScope } from './ids.js';
