@@ -6,7 +6,7 @@ import { BadRequestException, Body, Controller, HttpCode, Param, Post, type Pipe
 import { InjectConnection } from '@nestjs/mongoose';
 import type { ClientSession, Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
-import { IdempotencyProblemFilter, IdempotencySession, Idempotent, RetryLaterError } from '../src/index.js';
+import { IdempotencyProblemFilter, IdempotencyReaper, IdempotencySession, Idempotent, RetryLaterError } from '../src/index.js';
 import { APP_FILTER } from '@nestjs/core';
 import { ADAPTERS, startModuleApp, type ModuleApp } from './support/module-app.js';
 
@@ -203,6 +203,25 @@ describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the tr
     expect(behaviour.runs).toBe(2);
     expect(await notes().countDocuments()).toBe(1);
     expect(await recordOf('n-7')).toMatchObject({ status: 'complete', lease: null });
+  });
+
+  it("the reaper ends a stale simple-mode attempt with nothing stored (registered for the route's operation at bootstrap); the stalled worker's run rolls back, then runs afresh", async () => {
+    let release!: () => void;
+    behaviour.holdFirst = new Promise<void>((done) => (release = done));
+    const stalled = post('n-10', { text: 'milk' }).then((res) => res);
+    while (behaviour.runs === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 1_700));
+    const reaped = await t.app.get(IdempotencyReaper).runOnce();
+    expect(reaped).toMatchObject({ examined: 1, abandoned: 1, error: 0 });
+    expect(await recordOf('n-10')).toMatchObject({ status: 'failed', response: null, lease: null });
+    expect(await notes().countDocuments()).toBe(0);
+    release();
+    // Its completion was fenced off (lease lost); the record it finds is failed with nothing stored, so it runs again.
+    const answer = await stalled;
+    expect(answer.status).toBe(201);
+    expect(behaviour.runs).toBe(2);
+    expect(await notes().countDocuments()).toBe(1);
+    expect(await recordOf('n-10')).toMatchObject({ status: 'complete', attempt: 2 });
   });
 
   it('validation runs after the claim (Nest runs interceptors before pipes): a refused body fails its attempt with nothing stored', async () => {

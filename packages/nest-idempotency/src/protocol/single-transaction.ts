@@ -62,6 +62,17 @@ export class SingleTransactionWorks {
     };
   }
 
+  /**
+   * The reaper's reconciler of a simple-mode operation: a stale attempt
+   * committed nothing but its claim, so it ends `failed` with nothing stored
+   * (a retry runs the request afresh). Fenced: a worker that still runs loses
+   * its lease and its transaction aborts.
+   */
+  async abandon(lease: Lease): Promise<'abandoned'> {
+    await this.transactions.run((session) => this.attempts.fail(session, lease, SINGLE_TRANSACTION_POINT, null));
+    return 'abandoned';
+  }
+
   /** What the service sees of a failed handler (its writes already rolled back). */
   private async afterFailure(lease: Lease, error: unknown): Promise<unknown> {
     // Its own answers: someone else owns the record now, or the store is down (503 store_unavailable; the lease lapses).
