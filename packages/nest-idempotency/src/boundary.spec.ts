@@ -99,4 +99,54 @@ describe('folders depend one way (architecture review 2026-12-01, §3.1 item 3)'
     );
     expect(offenders).toEqual([]);
   });
+
+  it('store/ imports from protocol/ only types, and only from protocol/record.ts', () => {
+    const offenders = sources(join(SRC, 'store')).flatMap((file) => {
+      const text = readFileSync(file, 'utf8');
+      return [...text.matchAll(/^(import|export)(\s+type)?\s[^;]*?from\s+'([^']+)'/gms)]
+        .filter((match) => match[3].startsWith('.') && resolveLocal(file, match[3]).startsWith(join(SRC, 'protocol')))
+        .filter((match) => !match[2] || resolveLocal(file, match[3]) !== join(SRC, 'protocol', 'record.ts'))
+        .map((match) => `${relative(SRC, file)} -> ${match[3]}${match[2] ? '' : ' (not type-only)'}`);
+    });
+    expect(offenders).toEqual([]);
+  });
+
+  it('has no import circle, type imports included (what `npx madge --circular --extensions ts` reports)', () => {
+    // Tarjan's strongly connected components over the static imports: madge is not a dependency here, so the check is ours.
+    const graph = new Map(
+      sources(SRC).map((file) => [
+        file,
+        staticImports(file)
+          .filter((s) => s.startsWith('.'))
+          .map((s) => resolveLocal(file, s)),
+      ]),
+    );
+    const order = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const circles: string[][] = [];
+    const visit = (file: string): void => {
+      order.set(file, order.size);
+      low.set(file, order.get(file)!);
+      stack.push(file);
+      for (const next of graph.get(file) ?? []) {
+        if (!graph.has(next)) continue;
+        if (!order.has(next)) {
+          visit(next);
+          low.set(file, Math.min(low.get(file)!, low.get(next)!));
+        } else if (stack.includes(next)) low.set(file, Math.min(low.get(file)!, order.get(next)!));
+      }
+      if (low.get(file) !== order.get(file)) return;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        component.push(relative(SRC, member));
+      } while (member !== file);
+      if (component.length > 1 || (graph.get(file) ?? []).includes(file)) circles.push(component.sort());
+    };
+    for (const file of graph.keys()) if (!order.has(file)) visit(file);
+    expect(graph.size).toBeGreaterThan(40);
+    expect(circles).toEqual([]);
+  });
 });

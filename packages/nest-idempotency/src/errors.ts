@@ -110,6 +110,41 @@ export class IdempotencyIntentInvalidError extends IdempotencyError {
 }
 
 /**
+ * Throw it from a simple-mode handler (`@Idempotent()` with
+ * `@IdempotencySession()`) when the same request can succeed later (a
+ * dependency down, a lock held): the handler's writes roll back, the client
+ * gets 503 `retry_later` + `Retry-After`, and the key stays resumable - the
+ * retry under the same key runs the handler again. The module option
+ * `retryable(error)` maps errors you do not throw yourself.
+ */
+export class RetryLaterError extends IdempotencyError {
+  readonly code = 'retry_later';
+  readonly status = 503;
+  constructor(
+    retryAfterSeconds = 1,
+    message = 'Not done yet and nothing was kept; retry with the same Idempotency-Key.',
+    options?: { cause?: unknown },
+  ) {
+    super(message);
+    if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 1) throw new RangeError('retryAfterSeconds: an integer >= 1');
+    this.retryAfterSeconds = retryAfterSeconds;
+    if (options && 'cause' in options) this.cause = options.cause;
+  }
+}
+
+/**
+ * Thrown by a simple-mode work that ended its attempt itself (failed,
+ * nothing stored) after the handler threw `reason`: the service passes
+ * `reason` on without releasing a lease that no longer exists.
+ */
+export class AttemptFailedError extends Error {
+  constructor(readonly reason: unknown) {
+    super('The attempt failed and its record says so; nothing was stored');
+    this.name = 'AttemptFailedError';
+  }
+}
+
+/**
  * Thrown by a fenced write (checkpoint, complete, fail) when the caller no
  * longer owns the lease: someone else took the record over. The transaction
  * it ran in aborts, so the stale worker changes nothing.

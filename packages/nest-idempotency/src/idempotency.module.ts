@@ -1,5 +1,6 @@
 import { setProblemTypeBaseUrl } from './problem.js';
 import { ConfigurableModuleBuilder, Module, type Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken, getModelToken, MongooseModule } from '@nestjs/mongoose';
 import {
   IDEMPOTENCY_SETTINGS,
@@ -10,7 +11,9 @@ import {
 } from './options.js';
 import { IdempotencyClock, IdempotencyMetrics, NoopIdempotencyMetrics, SystemClock } from './ports.js';
 import { IdempotencyKeyInterceptor } from './http/idempotency.interceptor.js';
+import { SimpleModeRecovery } from './http/simple-mode-recovery.js';
 import { IdempotencyAttempts } from './protocol/attempts.js';
+import { SingleTransactionWorks } from './protocol/single-transaction.js';
 import { IdempotencyClaims } from './protocol/claims.js';
 import { IdempotencyService } from './protocol/idempotency.service.js';
 import { InFlightWaiters } from './protocol/in-flight-waiters.js';
@@ -40,7 +43,7 @@ export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN: IDEMPOTENCY_MODULE
     .setExtras<IdempotencyModuleExtras>({ isGlobal: true, ports: {} }, (definition, extras) => ({
       ...definition,
       global: extras.isGlobal ?? true,
-      imports: [...(definition.imports ?? []), MongooseModule.forFeature(IDEMPOTENCY_MODELS, extras.connectionName)],
+      imports: [...(definition.imports ?? []), DiscoveryModule, MongooseModule.forFeature(IDEMPOTENCY_MODELS, extras.connectionName)],
       providers: [...(definition.providers ?? []), settingsProvider(extras), ...portProviders(extras), ...INTERNAL_PROVIDERS],
       exports: PUBLIC_PROVIDERS,
     }))
@@ -57,6 +60,7 @@ const PUBLIC_PROVIDERS = [
   IdempotencyCancellation,
   SubjectDigests,
   TransactionRunner,
+  SingleTransactionWorks,
   IdempotencyKeyInterceptor,
 ];
 
@@ -91,6 +95,8 @@ const INTERNAL_PROVIDERS: Provider[] = [
   InFlightWaiters,
   IdempotencyFastPath,
   IdempotencyKeyInterceptor,
+  SingleTransactionWorks,
+  SimpleModeRecovery,
   IdempotencyIndexes,
 ];
 

@@ -29,7 +29,13 @@ export {
 } from './ports.js';
 
 // HTTP: declare a keyed route, receive its key, send its result
-export { Idempotent, IdempotencyKey, IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions } from './http/idempotent.decorator.js';
+export {
+  Idempotent,
+  IdempotencyKey,
+  IdempotencySession,
+  IDEMPOTENT_ROUTE_METADATA,
+  type IdempotentOptions,
+} from './http/idempotent.decorator.js';
 export {
   IdempotencyKeyInterceptor,
   keyedState,
@@ -47,6 +53,7 @@ export { IdempotencyService } from './protocol/idempotency.service.js';
 export type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './protocol/work.js';
 export type { IdempotencyRecord, IdempotentResponse, Lease, RecordCancellation, RecordStatus } from './protocol/record.js';
 export { IdempotencyAttempts } from './protocol/attempts.js';
+export { SingleTransactionWorks, SINGLE_TRANSACTION_POINT, type SingleTransactionHandler } from './protocol/single-transaction.js';
 export { deriveClaimId, SubjectDigests, subjectDigest } from './protocol/ids.js';
 export { BodyNotCanonicalError } from './protocol/fingerprint.js';
 export { erasedResponse } from './protocol/stored-responses.js';
@@ -97,6 +104,7 @@ export {
 // Errors
 export {
   AttemptAbandonedError,
+  AttemptFailedError,
   CacheInvalidationFailedError,
   DuplicateClaimError,
   IdempotencyError,
@@ -111,5 +119,6 @@ export {
   IdempotencyOperationRequiredError,
   LeaseLostError,
   PossibleDuplicateError,
+  RetryLaterError,
   SubjectErasedError,
 } from './errors.js';

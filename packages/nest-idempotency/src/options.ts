@@ -97,6 +97,16 @@ export interface IdempotencyModuleOptions {
    */
   problemTypeBaseUrl?: string;
   /**
+   * Simple mode only (a handler with `@IdempotencySession()`, no
+   * `@IdempotencyKey()`): which errors the handler throws mean "try again
+   * later" - return the Retry-After in seconds (an integer >= 1), or
+   * undefined for any other error. Such an error answers 503 `retry_later`
+   * and leaves the key resumable, like a thrown `RetryLaterError`. Default:
+   * none (a transaction's TransientTransactionError past
+   * `transactionMaxRetryMs` is always retryable, 1 s).
+   */
+  retryable?(this: void, error: unknown): number | undefined;
+  /**
    * Benchmarks only: the same work with no record, no claim, no replay.
    * Never in production (your configuration should refuse it).
    */
@@ -137,6 +147,7 @@ export interface IdempotencySettings {
   /** From the module's extras: the `@nestjs/mongoose` connection of the records. */
   connectionName?: string;
   problemTypeBaseUrl: string;
+  retryable: (error: unknown) => number | undefined;
   bypass: boolean;
 }
 
@@ -217,11 +228,13 @@ export function resolveOptions(options: IdempotencyModuleOptions, connectionName
     indexes: options?.indexes ?? 'bootstrap',
     connectionName,
     problemTypeBaseUrl: options?.problemTypeBaseUrl ?? DEFAULT_PROBLEM_TYPE_BASE_URL,
+    retryable: options?.retryable ?? (() => undefined),
     bypass: options?.bypass ?? false,
   };
   const typeBase = settings.problemTypeBaseUrl;
   if (typeof typeBase !== 'string' || !URL.canParse(typeBase) || !/^https?:\/\/[^/]+\/(.*\/)?$/.test(typeBase))
     problems.push(`problemTypeBaseUrl: an absolute http(s) URL ending in '/' (got ${JSON.stringify(typeBase)})`);
+  if (typeof settings.retryable !== 'function') problems.push('retryable: a function (error) => seconds | undefined');
   if (settings.indexes !== 'bootstrap' && settings.indexes !== 'manual') problems.push("indexes: 'bootstrap' or 'manual'");
   if (problems.length > 0) throw new IdempotencyOptionsError(problems);
   return settings;

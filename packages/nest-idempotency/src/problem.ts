@@ -59,6 +59,8 @@ export const IDEMPOTENCY_PROBLEM_GUIDANCE: Readonly<Record<string, ProblemGuidan
   response_erased: ANSWERED,
   // May fail after the work began (a write after the charge): only the same key resumes it.
   store_unavailable: RETRY_SAME_KEY(2),
+  // A simple-mode handler's RetryLaterError (or the `retryable` option's mapping): nothing kept, the same key runs it again.
+  retry_later: RETRY_SAME_KEY(1),
   // The erasure (no Idempotency-Key; repeating it is safe): it may have committed already, Redis not yet told.
   cache_invalidation_failed: { retryable: true, reuseKey: false, newKeySafe: false, retryAfterSeconds: 2 },
   // The admin API (no Idempotency-Key): look-ups and a release refused before anything changed.

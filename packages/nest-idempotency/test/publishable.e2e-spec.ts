@@ -1,7 +1,7 @@
 // Issue 34 item 5: what `npm publish` would ship, and a CommonJS app (what `nest new` generates) loading it.
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,5 +43,49 @@ describe('the package as published', () => {
     );
     const out = execFileSync(process.execPath, [probe], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual(['function', 'function', 'function', 'function']);
+  });
+
+  it("names in its README only paths the tarball holds, or the repository's (the prefixes it declares), and package subpaths it exports", () => {
+    const [pack] = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PACKAGE_DIR, encoding: 'utf8' }),
+    ) as [{ files: { path: string }[] }];
+    const packed = pack.files.map((file) => file.path);
+    const readme = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
+    const repositoryPrefixes = ['test/', 'scripts/', 'ops/', 'docs/runbooks/'];
+    for (const prefix of repositoryPrefixes) expect(readme).toContain(`\`${prefix}\``);
+    const exported = Object.keys(manifest.exports as Record<string, unknown>);
+    const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]).filter((target) => !/^[a-z]+:/.test(target));
+    const paths = [...readme.matchAll(/`((?:\.\/)?[a-z][\w.-]*(?:\/[\w.-]*)+)`/g)].map((match) => match[1]);
+    const unresolved = [...links, ...paths].filter((path) => {
+      if (path.startsWith('./') && exported.includes(path)) return false;
+      const bare = path.replace(/^\.\//, '').replace(/#.*$/, '');
+      if (repositoryPrefixes.some((prefix) => bare.startsWith(prefix))) return links.includes(path);
+      return !packed.some((file) => file === bare || file.startsWith(bare.endsWith('/') ? bare : `${bare}/`));
+    });
+    // Quoted example files (`// src/notes.controller.ts`) are the reader's own app, not paths: they sit in code blocks, not backticks.
+    expect(paths.length).toBeGreaterThan(5);
+    expect(unresolved).toEqual([]);
+  });
+
+  it('documents every module option in its README options table', () => {
+    const source = readFileSync(join(PACKAGE_DIR, 'src', 'options.ts'), 'utf8');
+    const body = source.slice(source.indexOf('export interface IdempotencyModuleOptions {'));
+    const options = [...body.slice(0, body.indexOf('\n}\n')).matchAll(/^ {2}(\w+)[?(:]/gm)].map((match) => match[1]);
+    const readme = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('| option | default | range'), readme.indexOf('\n## Ports'));
+    expect(options.length).toBeGreaterThan(15);
+    expect(options.filter((name) => !new RegExp(`^\\| \`${name}[.(\`]`, 'm').test(table))).toEqual([]);
+  });
+
+  it('quotes in its Quick start the fixture app the soak compiles and runs (scripts/fresh-app/readme), file for file', () => {
+    const readme = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
+    const quoted = [...readme.matchAll(/^```ts\n\/\/ (src\/[\w.-]+\.ts)( \(on Fastify\))?\n([\s\S]*?)^```$/gm)].map((match) => ({
+      file: match[2] ? match[1].replace(/\.ts$/, '.fastify.ts') : match[1],
+      text: match[3],
+    }));
+    const fixture = join(ROOT, 'scripts', 'fresh-app', 'readme');
+    const kept = readdirSync(join(fixture, 'src')).sort();
+    expect(quoted.map((block) => block.file).sort()).toEqual(kept.map((name) => `src/${name}`));
+    for (const block of quoted) expect(block).toEqual({ file: block.file, text: readFileSync(join(fixture, block.file), 'utf8') });
   });
 });

@@ -1,22 +1,26 @@
 import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { EMPTY, type Observable } from 'rxjs';
+import type { ClientSession } from 'mongoose';
+import { EMPTY, lastValueFrom, of, type Observable } from 'rxjs';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
-import type { IdempotentOptions } from './idempotent.decorator.js';
+import { IDEMPOTENCY_PHASES_METADATA, IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions } from './route-metadata.js';
 import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
 import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
 import type { IdempotencyKeyContext } from '../protocol/work.js';
+import type { IdempotentResponse } from '../protocol/record.js';
+import { SingleTransactionWorks } from '../protocol/single-transaction.js';
 import { duplicateIntent } from '../protocol/duplicate-guard.js';
 import { nodeRequest, routeParams, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
-/** Reflector metadata key of a route's IdempotentOptions (read it to treat keyed routes apart, e.g. in a rate limiter). */
-export const IDEMPOTENT_ROUTE_METADATA = 'idempotency:options';
+export { IDEMPOTENT_ROUTE_METADATA };
 
 export type { IdempotencyKeyContext };
 
 /** Kept on the raw Node request, where the request logger reads the operation. */
 export interface KeyedRequestState {
   idempotency?: IdempotencyKeyContext;
+  /** Simple mode: the session of the transaction the handler runs in (`@IdempotencySession()`), while it runs. */
+  idempotencySession?: ClientSession;
 }
 
 export function keyedState(request: IdempotentHttpRequest): KeyedRequestState {
@@ -30,12 +34,20 @@ export function keyedState(request: IdempotentHttpRequest): KeyedRequestState {
  * answer here, without validating the body again or reaching the handler
  * (IdempotencyService.lookUpEarly); any other request goes on to validation
  * and the handler, carrying the record read.
+ *
+ * Then one of two modes. A handler that takes `@IdempotencyKey()` drives the
+ * protocol itself (the phases API: `IdempotencyService.execute` with its
+ * `begin` and `resume`). Any other handler is simple mode: this interceptor
+ * claims the key, runs validation and the handler inside the one transaction
+ * that completes the record (`@IdempotencySession()` hands the handler its
+ * session), stores what the handler returned and sends it.
  */
 @Injectable()
 export class IdempotencyKeyInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     private readonly idempotency: IdempotencyService,
+    private readonly single: SingleTransactionWorks,
     @Inject(IDEMPOTENCY_SETTINGS) private readonly settings: IdempotencySettings,
   ) {}
 
@@ -59,13 +71,71 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     const tenant = this.settings.tenant(request);
     if (!tenant) throw new Error('@Idempotent() route without a tenant: the tenant option returned none (is the route authenticated?)');
     const early = await this.idempotency.lookUpEarly(key, tenant, request.body);
+    const phases = this.reflector.get<boolean>(IDEMPOTENCY_PHASES_METADATA, context.getHandler()) === true;
     if (early.replay) {
+      if (!phases) return of(webResponse(early.replay));
       sendIdempotentResult(http.getResponse<IdempotentHttpResponse>(), early.replay);
       return EMPTY;
     }
     key.prefetched = early.owner;
-    return next.handle();
+    if (phases) return next.handle();
+    return of(webResponse(await this.simple(key, tenant, request, http.getResponse<IdempotentHttpResponse>(), next)));
   }
+
+  /**
+   * Simple mode: claim, then the handler (Nest runs the pipes and the handler
+   * again on each subscription to `next.handle()`, so a transient retry of
+   * the transaction runs both again) and the record's completion in one
+   * transaction. The fingerprint is of the body as parsed, before pipes (the
+   * claim comes before them): a retry is the same bytes, whatever a pipe does.
+   */
+  private async simple(
+    key: IdempotencyKeyContext,
+    tenant: string,
+    request: IdempotentHttpRequest,
+    reply: IdempotentHttpResponse,
+    next: CallHandler,
+  ): Promise<IdempotentResult> {
+    const state = keyedState(request);
+    const work = this.single.work(async (session) => {
+      state.idempotencySession = session;
+      try {
+        return responseOf(await lastValueFrom(next.handle(), { defaultValue: undefined }), reply);
+      } finally {
+        state.idempotencySession = undefined;
+      }
+    });
+    return this.idempotency.execute(this.idempotency.requestFor(key, tenant, request.body), work);
+  }
+}
+
+/** What a simple-mode handler returned, as the bytes to store: its status and `Location` as set on the response (`@HttpCode`, `@Header`). */
+function responseOf(value: unknown, reply: IdempotentHttpResponse): IdempotentResponse {
+  if (value !== null && typeof value === 'object' && (Buffer.isBuffer(value) || typeof (value as { pipe?: unknown }).pipe === 'function')) {
+    throw new TypeError('A simple-mode @Idempotent() handler answers a JSON value or a string, not a stream or a Buffer');
+  }
+  const headers: Record<string, string> = {};
+  const body = value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  const type = reply.getHeader?.('content-type');
+  if (body !== '')
+    headers['content-type'] =
+      typeof type === 'string' ? type : typeof value === 'string' ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8';
+  const location = reply.getHeader?.('location');
+  if (typeof location === 'string') headers['location'] = location;
+  return { status: reply.statusCode ?? 200, headers, body };
+}
+
+/**
+ * An idempotent result as a web `Response`, which Nest (12.5+, both adapters)
+ * sends as the whole answer: its status, headers and exact bytes win over the
+ * route's `@HttpCode()` and `@Header()`. Simple-mode handlers do not take
+ * `@Res()`, so Nest, not this interceptor, writes the response.
+ */
+function webResponse(result: IdempotentResult): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(resultHeaders(result))) headers.set(name, value);
+  const { status, body } = result.response;
+  return new Response(body === '' || [204, 205, 304].includes(status) ? null : body, { status, headers });
 }
 
 /** Headers kept with a stored response and sent again on replay; nothing else is stored. */
@@ -76,16 +146,23 @@ export const REPLAYED_HEADERS = ['content-type', 'location'];
  * (Idempotency-Expires; on a replay Idempotent-Replayed and Idempotent-Original-Date).
  */
 export function sendIdempotentResult(reply: IdempotentHttpResponse, result: IdempotentResult): void {
+  reply.status(result.response.status);
+  for (const [name, value] of Object.entries(resultHeaders(result))) reply.header(name, value);
+  reply.send(result.response.body);
+}
+
+/** The headers of an idempotent result: the stored ones kept, then the key's metadata. */
+function resultHeaders(result: IdempotentResult): Record<string, string> {
   const { response } = result;
-  reply.status(response.status);
+  const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {
-    if (response.headers[name]) reply.header(name, response.headers[name]);
+    if (response.headers[name]) headers[name] = response.headers[name];
   }
   if (result.replayed) {
-    reply.header('idempotent-replayed', 'true');
+    headers['idempotent-replayed'] = 'true';
     // When the original answer was stored: a replay of this morning's order is not mistaken for a new one.
-    if (result.originalAt) reply.header('idempotent-original-date', result.originalAt.toUTCString());
+    if (result.originalAt) headers['idempotent-original-date'] = result.originalAt.toUTCString();
   }
-  reply.header('idempotency-expires', result.keyExpiresAt.toUTCString());
-  reply.send(response.body);
+  headers['idempotency-expires'] = result.keyExpiresAt.toUTCString();
+  return headers;
 }

@@ -28,6 +28,10 @@ export interface IdempotentHttpResponse {
   status(code: number): unknown;
   header(name: string, value: string): unknown;
   send(body?: unknown): unknown;
+  /** The status set so far (Nest sets the route's before the handler runs): both adapters have it. */
+  statusCode?: number;
+  /** A header set so far (`@Header()`, or the handler's `@Res({ passthrough: true })`): both adapters have it. */
+  getHeader?(name: string): unknown;
 }
 
 /** The Node request under either adapter's request object. */

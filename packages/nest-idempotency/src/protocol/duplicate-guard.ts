@@ -9,13 +9,9 @@ import { IdempotencyRecordRepository } from '../store/record.repository.js';
 import type { DuplicateGuardEntry } from '../store/schemas.js';
 import type { IdempotencyRecord, Lease } from './record.js';
 import { conflictRetryAfterSeconds } from './timing.js';
-import type { IdempotentRequest } from './work.js';
+import type { DuplicateIntent, IdempotentRequest } from './work.js';
 
-/**
- * A guarded route's request: `check` (the default) or `new`, the client's
- * `Idempotency-Intent: new` saying it means a second one of the same body.
- */
-export type DuplicateIntent = 'check' | 'new';
+export type { DuplicateIntent };
 
 /** The header a client sends to mean a second request with the same body. */
 export const IDEMPOTENCY_INTENT_HEADER = 'idempotency-intent';

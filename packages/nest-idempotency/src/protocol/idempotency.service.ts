@@ -6,9 +6,17 @@ import { TransactionRunner } from '../store/transaction-runner.js';
 import { IdempotencyMetrics } from '../ports.js';
 import { deriveClaimId } from './ids.js';
 import { fingerprintRequest, matchesAnyBody } from './fingerprint.js';
-import type { IdempotencyKeyContext, IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './work.js';
+import {
+  runsWithoutGuard,
+  type IdempotencyKeyContext,
+  type IdempotentRequest,
+  type IdempotentResult,
+  type IdempotentWork,
+  type PrefetchedOwner,
+} from './work.js';
 import {
   AttemptAbandonedError,
+  AttemptFailedError,
   DuplicateClaimError,
   IdempotencyKeyCanceledError,
   IdempotencyKeyInUseError,
@@ -25,7 +33,7 @@ import { answeredAt, decide } from './record.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { IdempotencyFastPath, type CachedAnswer } from '../fast-path/fast-path.js';
-import { isStoreUnreachable, runsWithoutGuard } from '../store/mongo-errors.js';
+import { isStoreUnreachable } from '../store/mongo-errors.js';
 import { conflictRetryAfterSeconds, inFlightWaitBudgetMs } from './timing.js';
 import { resumableUntil } from './timing.js';
 import { legacyScopeKeys, scopeKey, type KeyScope } from './ids.js';
@@ -326,6 +334,8 @@ export class IdempotencyService {
         return null;
       }
       if (error instanceof AttemptAbandonedError) return null;
+      // The work failed its record itself (simple mode: nothing it wrote committed): no lease left to give back.
+      if (error instanceof AttemptFailedError) throw error.reason;
       if (error instanceof DuplicateClaimError) await this.attempts.reportConflict(lease, request.operation, error);
       // Not finished and nothing to store: give the lease back so the next retry resumes at once.
       // After a transient failure the client's retry resumes this same attempt (same

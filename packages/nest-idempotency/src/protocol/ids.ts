@@ -65,15 +65,8 @@ export function legacyScopeKeys(scope: KeyScope, upToVersion: number): string[] 
   );
 }
 
-/**
- * A stable id for one attempt of one record incarnation. Consumers derive
- * their resource ids from it (orders: the order id, and from that the charge
- * key), so whoever resumes the attempt - the client's retry or the reaper -
- * finds the same order and sends the provider the same charge key.
- */
-export function deriveClaimId(recordId: string, createdAt: Date, attempt: number): string {
-  return createHash('sha256').update(`${recordId}\n${createdAt.toISOString()}\n${attempt}`).digest('hex').slice(0, 32);
-}
+// Derived from the stored record's own fields, so the store builds leases with it (store/ imports no protocol value).
+export { deriveClaimId } from '../store/claim-id.js';
 
 /**
  * A data subject as records keep it: an HMAC of tenant + subject id under

@@ -1,4 +1,7 @@
 import { type Fingerprint, isErasedFingerprint, matchesAnyBody, sameFingerprint } from './fingerprint.js';
+
+/** The stored fingerprint's shape, here for store/, which imports types from this file only. */
+export type { Fingerprint };
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -198,4 +201,38 @@ export function isCanceled(record: Pick<IdempotencyRecord, 'status' | 'cancellat
 export interface ErasedRecord {
   recordId: string;
   expiresAt: Date;
+}
+
+/**
+ * What is left of a finished key once its stored response is past retention:
+ * enough to recognise a late retry of the same request and point it at what
+ * the first one created - never the body, never a person's id.
+ */
+export interface Tombstone {
+  /** scopeDigest + the fingerprint: one tombstone per (key, body), found by _id alone. */
+  _id: string;
+  /** Hash of tenant + operation + client key: the key without naming it. */
+  scope: string;
+  fingerprint: Fingerprint;
+  /** HTTP status of the stored final answer. */
+  status: number;
+  /** The stored answer's Location header (the resource it created), if it had one. */
+  location: string | null;
+  finishedAt: Date;
+  /**
+   * The record's subject digest, so an erasure finds it and makes it keyed
+   * (erasedTombstone); null once erased, or for a request without a subject.
+   */
+  subject: string | null;
+  /** End of the tombstone itself; the TTL index and every lookup honour it. */
+  expiresAt: Date;
+}
+
+/** What a finished record contributes to its tombstone. */
+export interface FinishedKey {
+  tenant: string;
+  operation: string;
+  clientKey: string;
+  fingerprint: Fingerprint;
+  subject: string | null;
 }

@@ -1,45 +1,13 @@
 import { createHash } from 'node:crypto';
 import { problem, PROBLEM_CONTENT_TYPE } from '../problem.js';
 import { erasedFingerprint, sameFingerprint, type Fingerprint, type RequestFingerprint, storedForms } from './fingerprint.js';
-import type { IdempotentResponse } from './record.js';
+import type { FinishedKey, IdempotentResponse, Tombstone } from './record.js';
 import { Injectable } from '@nestjs/common';
 import { IdempotencyClock, IdempotencyMetrics } from '../ports.js';
 import type { IdempotentRequest, IdempotentResult } from './work.js';
 import { TombstoneRepository } from '../store/tombstone.repository.js';
 
-/**
- * What is left of a finished key once its stored response is past retention:
- * enough to recognise a late retry of the same request and point it at what
- * the first one created - never the body, never a person's id.
- */
-export interface Tombstone {
-  /** scopeDigest + the fingerprint: one tombstone per (key, body), found by _id alone. */
-  _id: string;
-  /** Hash of tenant + operation + client key: the key without naming it. */
-  scope: string;
-  fingerprint: Fingerprint;
-  /** HTTP status of the stored final answer. */
-  status: number;
-  /** The stored answer's Location header (the resource it created), if it had one. */
-  location: string | null;
-  finishedAt: Date;
-  /**
-   * The record's subject digest, so an erasure finds it and makes it keyed
-   * (erasedTombstone); null once erased, or for a request without a subject.
-   */
-  subject: string | null;
-  /** End of the tombstone itself; the TTL index and every lookup honour it. */
-  expiresAt: Date;
-}
-
-/** What a finished record contributes to its tombstone. */
-export interface FinishedKey {
-  tenant: string;
-  operation: string;
-  clientKey: string;
-  fingerprint: Fingerprint;
-  subject: string | null;
-}
+export type { FinishedKey, Tombstone } from './record.js';
 
 export type LateRetryDecision = 'answer_expired' | 'new_request';
 

@@ -1,8 +1,13 @@
 import type { ClientSession } from 'mongoose';
 import type { RequestFingerprint } from './fingerprint.js';
 import type { IdempotencyRecord, IdempotentResponse, Lease } from './record.js';
-import type { StoreDownPolicy } from '../store/mongo-errors.js';
-import type { DuplicateIntent } from './duplicate-guard.js';
+import { isStoreUnreachable, type StoreDownPolicy } from '../store/mongo-errors.js';
+
+/**
+ * A guarded route's request: `check` (the default) or `new`, the client's
+ * `Idempotency-Intent: new` saying it means a second one of the same body.
+ */
+export type DuplicateIntent = 'check' | 'new';
 
 /**
  * What a keyed handler receives: the validated client key and the route's
@@ -80,4 +85,15 @@ export interface IdempotentResult {
   keyExpiresAt: Date;
   /** On a replay: when the original answer was stored (sent as Idempotent-Original-Date). */
   originalAt?: Date;
+}
+
+/**
+ * Whether this failure lets an 'open' route run unguarded: only an
+ * unreachable or unanswering store, never a store that answered (a write
+ * conflict on a hot key is contention, not an outage: running unguarded
+ * then would skip the guard exactly when it is needed), and only when the
+ * work says how to run without it.
+ */
+export function runsWithoutGuard(policy: StoreDownPolicy | undefined, work: IdempotentWork, error: unknown): boolean {
+  return policy === 'open' && typeof work.withoutGuard === 'function' && isStoreUnreachable(error);
 }

@@ -51,6 +51,11 @@ export class IdempotencyReaper implements OnApplicationBootstrap, OnApplicationS
     this.task = new PeriodicTask(() => this.sweep());
   }
 
+  /** Whether an operation has a reconciler. */
+  has(operation: string): boolean {
+    return this.reconcilers.has(operation);
+  }
+
   register(operation: string, reconciler: Reconciler): void {
     this.reconcilers.set(operation, reconciler);
   }

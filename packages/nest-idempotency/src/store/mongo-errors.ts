@@ -1,5 +1,3 @@
-import type { IdempotentWork } from '../protocol/work.js';
-
 /*
  * Duck-typed on purpose: errors can come from the driver copy mongoose
  * bundles, so `instanceof MongoServerError` is not reliable.
@@ -123,17 +121,6 @@ export function isStoreTimeout(error: unknown): boolean {
  * Retry-After and runs nothing; 'open' runs the work without the guard.
  */
 export type StoreDownPolicy = 'closed' | 'open';
-
-/**
- * Whether this failure lets an 'open' route run unguarded: only an
- * unreachable or unanswering store, never a store that answered (a write
- * conflict on a hot key is contention, not an outage: running unguarded
- * then would skip the guard exactly when it is needed), and only when the
- * work says how to run without it.
- */
-export function runsWithoutGuard(policy: StoreDownPolicy | undefined, work: IdempotentWork, error: unknown): boolean {
-  return policy === 'open' && typeof work.withoutGuard === 'function' && isStoreUnreachable(error);
-}
 
 /** The store did not answer at all (down, unreachable, frozen) - not a store that answered with an error. */
 export function isStoreUnreachable(error: unknown): boolean {

@@ -2,12 +2,19 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { isDuplicateKey } from './mongo-errors.js';
-import { deriveClaimId } from '../protocol/ids.js';
-import type { Fingerprint } from '../protocol/fingerprint.js';
+import { deriveClaimId } from './claim-id.js';
 import { LeaseLostError } from '../errors.js';
-import type { IdempotencyRecord, Lease, RecordCancellation, RecordConflict, RecordLease, StoredResponseDoc } from '../protocol/record.js';
+import type {
+  Fingerprint,
+  FinishedKey,
+  IdempotencyRecord,
+  Lease,
+  RecordCancellation,
+  RecordConflict,
+  RecordLease,
+  StoredResponseDoc,
+} from '../protocol/record.js';
 import { IDEMPOTENCY_RECORD_MODEL, modelToken } from './schemas.js';
-import type { FinishedKey } from '../protocol/tombstones.js';
 
 /** Another request created or changed the record first; the caller re-reads it. */
 export class RecordRaceLostError extends Error {

@@ -1,6 +1,5 @@
 import { Schema } from 'mongoose';
-import type { IdempotencyRecord } from '../protocol/record.js';
-import type { Tombstone } from '../protocol/tombstones.js';
+import type { IdempotencyRecord, Tombstone } from '../protocol/record.js';
 
 export const IDEMPOTENCY_RECORD_MODEL = 'IdempotencyRecord';
 

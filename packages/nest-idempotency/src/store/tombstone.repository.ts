@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Collection } from 'mongodb';
 import type { ClientSession, Model } from 'mongoose';
 import { IDEMPOTENCY_TOMBSTONE_MODEL, modelToken } from './schemas.js';
-import type { Tombstone } from '../protocol/tombstones.js';
+import type { Tombstone } from '../protocol/record.js';
 
 /**
  * idempotency_tombstones: what outlives a stored response (tombstone.ts).

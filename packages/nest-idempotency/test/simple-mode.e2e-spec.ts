@@ -1,0 +1,237 @@
+// Simple mode (issue 34): `@Idempotent()` alone on a handler whose effects are database writes. The
+// interceptor claims the key, runs the handler in the one transaction that completes the record
+// (`@IdempotencySession()`), and stores what it returned. Checked on both adapters, on the database.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { BadRequestException, Body, Controller, HttpCode, Param, Post, type PipeTransform } from '@nestjs/common';
+import { InjectConnection } from '@nestjs/mongoose';
+import type { ClientSession, Connection } from 'mongoose';
+import { randomUUID } from 'node:crypto';
+import { IdempotencyProblemFilter, IdempotencyReaper, IdempotencySession, Idempotent, RetryLaterError } from '../src/index.js';
+import { APP_FILTER } from '@nestjs/core';
+import { ADAPTERS, startModuleApp, type ModuleApp } from './support/module-app.js';
+
+interface NoteBody {
+  text: string;
+}
+
+/** What the next run of the handler does; each test sets it. */
+const behaviour = {
+  runs: 0,
+  /** Awaited by the first run only, before it writes (a request in flight; a worker that stalls). */
+  holdFirst: null as Promise<void> | null,
+  /** Thrown after the handler's write, by the runs it returns an error for. */
+  fail: null as ((run: number) => Error | undefined) | null,
+};
+
+/** A pipe as a team writes one: runs after the claim in simple mode (Nest runs interceptors before pipes). */
+class NoteText implements PipeTransform<unknown, NoteBody> {
+  transform(value: unknown): NoteBody {
+    const text = (value as Partial<NoteBody> | undefined)?.text;
+    if (typeof text !== 'string' || text.length === 0) throw new BadRequestException('text: a non-empty string');
+    return { text };
+  }
+}
+
+@Controller('notes')
+class NotesController {
+  constructor(@InjectConnection() private readonly connection: Connection) {}
+
+  // The whole idempotent route: no @Res(), no key, no protocol code.
+  @Post()
+  @Idempotent({ operation: 'notes.create' })
+  async create(@Body(NoteText) body: NoteBody, @IdempotencySession() session: ClientSession) {
+    const run = ++behaviour.runs;
+    if (run === 1 && behaviour.holdFirst) await behaviour.holdFirst;
+    const note = { _id: `note_${randomUUID()}`, text: body.text };
+    await this.connection.collection<{ _id: string; text: string }>('notes').insertOne(note, { session });
+    const failure = behaviour.fail?.(run);
+    if (failure) throw failure;
+    return { id: note._id, text: note.text };
+  }
+
+  /** A keyed action on one note: 200 (`@HttpCode`), the note's id only in the path. */
+  @Post(':id/pin')
+  @HttpCode(200)
+  @Idempotent({ operation: 'notes.pin' })
+  async pin(@Param('id') id: string, @IdempotencySession() session: ClientSession) {
+    const { matchedCount } = await this.connection.collection('notes').updateOne({ _id: id as never }, { $inc: { pins: 1 } }, { session });
+    if (matchedCount === 0) throw new BadRequestException(`no note ${id}`);
+    return { id, pinned: true };
+  }
+}
+
+describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the transaction that completes the record, on %s', (adapter) => {
+  let t: ModuleApp;
+  const post = (key: string, body: object, path = '/notes') =>
+    t.http().post(path).set('x-tenant', 'acme').set('Idempotency-Key', key).send(body);
+  const records = () => t.db.collection('idempotency_records');
+  const notes = () => t.db.collection('notes');
+  const recordOf = (key: string, operation = 'notes.create') =>
+    records().findOne({ _id: `acme:widgets-service:${operation}:key:${key}` as never });
+
+  beforeAll(async () => {
+    t = await startModuleApp({
+      adapter,
+      dbName: `test_package_simple_${adapter}`,
+      controllers: [NotesController],
+      providers: [{ provide: APP_FILTER, useClass: IdempotencyProblemFilter }],
+      options: {
+        inFlight: { waitMs: 200 },
+        lockTimeoutMs: 1_500,
+        retryable: (error) => (error instanceof Error && error.message === 'ledger busy' ? 2 : undefined),
+      },
+    });
+  });
+  beforeEach(async () => {
+    Object.assign(behaviour, { runs: 0, holdFirst: null, fail: null });
+    for (const name of ['idempotency_records', 'idempotency_tombstones', 'notes']) await t.db.collection(name).deleteMany({});
+  });
+  afterAll(async () => t?.close());
+
+  it('runs once and replays the original status, content type and bytes; the note and the record committed together', async () => {
+    const first = await post('n-1', { text: 'milk' });
+    const again = await post('n-1', { text: 'milk' });
+    expect(first.status).toBe(201);
+    expect(first.headers['content-type']).toMatch(/^application\/json/);
+    expect(first.headers['idempotency-expires']).toBeDefined();
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    expect(again.headers['content-type']).toBe(first.headers['content-type']);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(behaviour.runs).toBe(1);
+    const [note] = await notes().find({}).toArray();
+    expect(await notes().countDocuments()).toBe(1);
+    expect(JSON.parse(first.text)).toEqual({ id: note._id, text: 'milk' });
+    expect(await recordOf('n-1')).toMatchObject({ status: 'complete', recoveryPoint: 'completed', attempt: 1, lease: null });
+    expect((await recordOf('n-1'))!.response).toMatchObject({ status: 201 });
+  });
+
+  it("binds the key to the resource: the route's status (@HttpCode 200), and another note under the same key is 422", async () => {
+    const { body: a } = await post('n-a', { text: 'a' }).expect(201);
+    const { body: b } = await post('n-b', { text: 'b' }).expect(201);
+    const pinned = await post('p-1', {}, `/notes/${a.id}/pin`);
+    expect(pinned.status).toBe(200);
+    expect(pinned.body).toEqual({ id: a.id, pinned: true });
+    const other = await post('p-1', {}, `/notes/${b.id}/pin`);
+    expect(other.status).toBe(422);
+    expect(other.body).toMatchObject({ code: 'idempotency_key_reused' });
+    expect(await notes().findOne({ _id: a.id })).toMatchObject({ pins: 1 });
+    expect((await notes().findOne({ _id: b.id }))!.pins).toBeUndefined();
+  });
+
+  it('answers the same key with another body 422, and runs nothing', async () => {
+    await post('n-2', { text: 'milk' }).expect(201);
+    const other = await post('n-2', { text: 'eggs' });
+    expect(other.status).toBe(422);
+    expect(other.body).toMatchObject({ code: 'idempotency_key_reused' });
+    expect(behaviour.runs).toBe(1);
+    expect((await notes().find({}).toArray()).map((note) => note.text)).toEqual(['milk']);
+  });
+
+  it('answers a duplicate of a request in flight 409 + Retry-After, then replays the one answer', async () => {
+    let release!: () => void;
+    behaviour.holdFirst = new Promise<void>((done) => (release = done));
+    const first = post('n-3', { text: 'milk' }).then((res) => res);
+    while (behaviour.runs === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const duplicate = await post('n-3', { text: 'milk' });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.body).toMatchObject({ code: 'idempotency_key_in_use' });
+    expect(Number(duplicate.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(await notes().countDocuments()).toBe(0);
+    expect(await recordOf('n-3')).toMatchObject({ status: 'pending' });
+    release();
+    expect((await first).status).toBe(201);
+    const replay = await post('n-3', { text: 'milk' });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe((await first).text);
+    expect(await notes().countDocuments()).toBe(1);
+  });
+
+  it('a handler that throws after its write leaves no half state: no note, the attempt failed with nothing stored; the retry runs it once', async () => {
+    behaviour.fail = (run) => (run === 1 ? new Error('boom') : undefined);
+    const failed = await post('n-4', { text: 'milk' });
+    expect(failed.status).toBe(500);
+    expect(await notes().countDocuments()).toBe(0);
+    expect(await recordOf('n-4')).toMatchObject({ status: 'failed', response: null, lease: null });
+    const retried = await post('n-4', { text: 'milk' });
+    expect(retried.status).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(await notes().countDocuments()).toBe(1);
+    expect(await recordOf('n-4')).toMatchObject({ status: 'complete', attempt: 2, recoveryPoint: 'completed' });
+  });
+
+  it('a RetryLaterError answers 503 retry_later + Retry-After, keeps nothing and leaves the key resumable; the retry succeeds', async () => {
+    behaviour.fail = (run) => (run === 1 ? new RetryLaterError(3) : undefined);
+    const later = await post('n-5', { text: 'milk' });
+    expect(later.status).toBe(503);
+    expect(later.headers['retry-after']).toBe('3');
+    expect(later.body).toMatchObject({ code: 'retry_later', retryable: true, reuseKey: true });
+    expect(await notes().countDocuments()).toBe(0);
+    const held = await recordOf('n-5');
+    expect(held).toMatchObject({ status: 'pending', response: null });
+    expect(held!.lease.resumableUntil).toBeInstanceOf(Date);
+    const retried = await post('n-5', { text: 'milk' });
+    expect(retried.status).toBe(201);
+    expect(await notes().countDocuments()).toBe(1);
+    expect(await recordOf('n-5')).toMatchObject({ status: 'complete', attempt: 1, lease: null });
+  });
+
+  it('the retryable option maps an error the handler did not choose to 503 with its Retry-After', async () => {
+    behaviour.fail = (run) => (run === 1 ? new Error('ledger busy') : undefined);
+    const later = await post('n-6', { text: 'milk' });
+    expect(later.status).toBe(503);
+    expect(later.headers['retry-after']).toBe('2');
+    expect(await notes().countDocuments()).toBe(0);
+    expect((await post('n-6', { text: 'milk' })).status).toBe(201);
+    expect(await notes().countDocuments()).toBe(1);
+  });
+
+  it("a stalled worker past its lease changes nothing: the retry takes over and commits; the stale run's note rolls back with its fenced completion", async () => {
+    let release!: () => void;
+    behaviour.holdFirst = new Promise<void>((done) => (release = done));
+    const stale = post('n-7', { text: 'milk' }).then((res) => res);
+    while (behaviour.runs === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 1_700));
+    const takenOver = await post('n-7', { text: 'milk' });
+    expect(takenOver.status).toBe(201);
+    release();
+    const late = await stale;
+    expect(late.status).toBe(201);
+    expect(late.headers['idempotent-replayed']).toBe('true');
+    expect(late.text).toBe(takenOver.text);
+    expect(behaviour.runs).toBe(2);
+    expect(await notes().countDocuments()).toBe(1);
+    expect(await recordOf('n-7')).toMatchObject({ status: 'complete', lease: null });
+  });
+
+  it("the reaper ends a stale simple-mode attempt with nothing stored (registered for the route's operation at bootstrap); the stalled worker's run rolls back, then runs afresh", async () => {
+    let release!: () => void;
+    behaviour.holdFirst = new Promise<void>((done) => (release = done));
+    const stalled = post('n-10', { text: 'milk' }).then((res) => res);
+    while (behaviour.runs === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 1_700));
+    const reaped = await t.app.get(IdempotencyReaper).runOnce();
+    expect(reaped).toMatchObject({ examined: 1, abandoned: 1, error: 0 });
+    expect(await recordOf('n-10')).toMatchObject({ status: 'failed', response: null, lease: null });
+    expect(await notes().countDocuments()).toBe(0);
+    release();
+    // Its completion was fenced off (lease lost); the record it finds is failed with nothing stored, so it runs again.
+    const answer = await stalled;
+    expect(answer.status).toBe(201);
+    expect(behaviour.runs).toBe(2);
+    expect(await notes().countDocuments()).toBe(1);
+    expect(await recordOf('n-10')).toMatchObject({ status: 'complete', attempt: 2 });
+  });
+
+  it('validation runs after the claim (Nest runs interceptors before pipes): a refused body fails its attempt with nothing stored', async () => {
+    const refused = await post('n-8', { text: '' });
+    expect(refused.status).toBe(400);
+    expect(behaviour.runs).toBe(0);
+    expect(await recordOf('n-8')).toMatchObject({ status: 'failed', response: null });
+    // The key stays bound to the body it was first sent with: a corrected body needs a new key.
+    expect((await post('n-8', { text: 'milk' })).status).toBe(422);
+    expect((await post('n-9', { text: 'milk' })).status).toBe(201);
+    expect(await notes().countDocuments()).toBe(1);
+  });
+});
