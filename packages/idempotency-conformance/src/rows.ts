@@ -110,14 +110,14 @@ export interface RowOutcome {
 export interface Row {
   id: RowId;
   title: string;
-  /** The clause it checks: the IETF draft's section, or this service's README contract. */
+  /** The clause it checks: the IETF draft's section, or the package's contract (packages/nest-idempotency/docs/contract.md). */
   clause: string;
   requires?: Array<'first-use' | 'token-b' | 'refund-path' | 'refund-first'>;
   run(ctx: RowContext): Promise<RowOutcome>;
 }
 
 const DRAFT = 'draft-ietf-httpapi-idempotency-key-header-07';
-const README = 'README "The idempotency contract"';
+const README = 'nest-idempotency docs/contract.md';
 /** After a 409, a retry waits what Retry-After asks, but never longer than this: the run stays bounded. */
 const MAX_RETRY_WAIT_MS = 5_000;
 const LOST_RESPONSE_MAX_RETRIES = 3;
