@@ -7,6 +7,8 @@ import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
 import { AppIdempotencyModule } from './idempotency/idempotency.setup.js';
 import { AdminModule } from './admin/admin.module.js';
+import { CancelByKeyModule } from './cancel-by-key/cancel-by-key.module.js';
+import { CaptureVoidModule } from './capture-void/capture-void.module.js';
 import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
@@ -27,8 +29,10 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
     AdminModule,
     HealthModule,
     OrdersModule,
+    CaptureVoidModule,
     PrivacyModule,
     RefundsModule,
+    CancelByKeyModule,
     WebhooksModule,
     StripeWebhooksModule,
     ReconciliationModule,

@@ -256,7 +256,7 @@ export const MUTANTS = [
     rule: 'a capture of more than the authorization is not refused as capture_exceeds_authorized (422, nothing written)',
     patches: [
       {
-        file: 'src/orders/payment-actions/order-payment-actions.ts',
+        file: 'src/capture-void/capture-void.service.ts',
         search: 'amountMinor > order.authorizedMinor) {',
         replace: 'amountMinor > order.authorizedMinor * 2) {',
       },

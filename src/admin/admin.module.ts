@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { KEYED_REFUNDS } from '../orders/order-cancellation.js';
+import { KEYED_REFUNDS } from '../cancel-by-key/order-cancellation.js';
 import { RefundsModule } from '../refunds/refunds.module.js';
 import { RefundsService } from '../refunds/refunds.service.js';
 import { IdempotencyKeysController } from './idempotency-keys.controller.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import { guidanceFor } from '@idempotent-orders/nest-idempotency';
-import { KEYED_REFUNDS } from '../../src/orders/order-cancellation.js';
+import { KEYED_REFUNDS } from '../../src/cancel-by-key/order-cancellation.js';
 import { findViolations } from '../support/invariants.js';
 import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
 import { startControlledApp, type ControlledApp } from '../support/controlled-app.js';

@@ -12,14 +12,15 @@ import {
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
-import { REFUNDABLE_STATES } from './order-state.js';
-import { AsyncSettlement } from './async-settlement.js';
-import { OrderWorkflow } from './order-workflow.js';
-import { orderIdForClaim, type Order } from './order.js';
-import { OrderRepository } from './order.repository.js';
-import { OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
-import { OrderNotVoidableError } from './payment-actions/payment-actions.errors.js';
-import { CREATE_ORDER_OPERATION } from './orders.service.js';
+import { VOID_ORDER_OPERATION } from '../capture-void/capture-void.js';
+import { CaptureVoidService } from '../capture-void/capture-void.service.js';
+import { OrderNotVoidableError } from '../capture-void/capture-void.errors.js';
+import { AsyncSettlement } from '../orders/async-settlement.js';
+import { REFUNDABLE_STATES } from '../orders/order-state.js';
+import { OrderWorkflow } from '../orders/order-workflow.js';
+import { orderIdForClaim, type Order } from '../orders/order.js';
+import { OrderRepository } from '../orders/order.repository.js';
+import { CREATE_ORDER_OPERATION } from '../orders/orders.service.js';
 
 /**
  * The refund a cancel makes of a charged order, keyed with the cancel's undo
@@ -121,7 +122,7 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     private readonly workflow: OrderWorkflow,
     private readonly orders: OrderRepository,
     private readonly settlement: AsyncSettlement,
-    private readonly actions: OrderPaymentActions,
+    private readonly actions: CaptureVoidService,
     private readonly admin: IdempotencyAdminService,
     private readonly moduleRef: ModuleRef,
   ) {}
