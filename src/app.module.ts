@@ -7,6 +7,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
 import { AppIdempotencyModule } from './idempotency/idempotency.setup.js';
 import { AdminModule } from './admin/admin.module.js';
+import { AsyncPaymentsModule } from './async-payments/async-payments.module.js';
 import { CancelByKeyModule } from './cancel-by-key/cancel-by-key.module.js';
 import { CaptureVoidModule } from './capture-void/capture-void.module.js';
 import { LoggingModule } from './logging/logging.module.js';
@@ -30,6 +31,7 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
     HealthModule,
     OrdersModule,
     CaptureVoidModule,
+    AsyncPaymentsModule,
     PrivacyModule,
     RefundsModule,
     CancelByKeyModule,

@@ -12,10 +12,10 @@ import {
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
+import { AsyncSettlement } from '../async-payments/async-settlement.js';
 import { VOID_ORDER_OPERATION } from '../capture-void/capture-void.js';
 import { CaptureVoidService } from '../capture-void/capture-void.service.js';
 import { OrderNotVoidableError } from '../capture-void/capture-void.errors.js';
-import { AsyncSettlement } from '../orders/async-settlement.js';
 import { REFUNDABLE_STATES } from '../orders/order-state.js';
 import { OrderWorkflow } from '../orders/order-workflow.js';
 import { orderIdForClaim, type Order } from '../orders/order.js';

@@ -4,7 +4,6 @@ import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
-import { AsyncSettlement } from './async-settlement.js';
 import { OrderWorkflow } from './order-workflow.js';
 import { OrderRepository } from './order.repository.js';
 import { OrdersController } from './orders.controller.js';
@@ -14,8 +13,8 @@ import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
   controllers: [OrdersController],
-  providers: [OrderRepository, OrderWorkflow, OrdersService, AsyncSettlement],
-  exports: [OrdersService, OrderRepository, OrderWorkflow, AsyncSettlement],
+  providers: [OrderRepository, OrderWorkflow, OrdersService],
+  exports: [OrdersService, OrderRepository, OrderWorkflow],
 })
 export class OrdersModule implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(OrdersModule.name);

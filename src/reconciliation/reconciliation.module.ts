@@ -1,8 +1,6 @@
 import { Module } from '@nestjs/common';
 import { LedgerModule } from '../ledger/ledger.module.js';
-import { OrdersModule } from '../orders/orders.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
-import { ProcessingReconciler } from './processing-reconciler.js';
 import { ProviderStatement } from './provider-statement.js';
 import { SettlementReconciliation } from './settlement-reconciliation.service.js';
 import { SimulatedProviderStatement } from './simulated-provider-statement.js';
@@ -10,11 +8,10 @@ import { WorkInFlight } from './work-in-flight.js';
 import { StripePaymentModule } from '../payment-stripe/stripe-payment.module.js';
 import { StripeProviderStatement } from '../payment-stripe/stripe-provider-statement.js';
 
-/** The checks against the provider: no order `processing` past its bound, and the ledger's clearing account = the provider's statement. */
+/** The ledger's provider clearing account against the provider's statement (settlement reconciliation). */
 @Module({
-  imports: [OrdersModule, PaymentsModule, LedgerModule, StripePaymentModule],
+  imports: [PaymentsModule, LedgerModule, StripePaymentModule],
   providers: [
-    ProcessingReconciler,
     SettlementReconciliation,
     WorkInFlight,
     SimulatedProviderStatement,
@@ -25,6 +22,6 @@ import { StripeProviderStatement } from '../payment-stripe/stripe-provider-state
       useFactory: (simulator: SimulatedProviderStatement, stripe: StripeProviderStatement | null) => stripe ?? simulator,
     },
   ],
-  exports: [ProcessingReconciler, SettlementReconciliation],
+  exports: [SettlementReconciliation],
 })
 export class ReconciliationModule {}

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
 import { SimulatedWebhookSender } from '../../src/payments/webhook-sender.js';
-import { ProcessingReconciler } from '../../src/reconciliation/processing-reconciler.js';
+import { ProcessingReconciler } from '../../src/async-payments/processing-reconciler.js';
 import { ControllableGateway } from '../support/controllable-gateway.js';
 import { findViolations } from '../support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
