@@ -13,6 +13,7 @@ import { CaptureVoidModule } from './capture-void/capture-void.module.js';
 import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { PaymentSimulatorModule } from './payment-simulator/payment-simulator.module.js';
 import { PrivacyModule } from './privacy/privacy.module.js';
 import { RefundsModule } from './refunds/refunds.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
@@ -27,6 +28,8 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
     DatabaseModule,
     AuthModule,
     AppIdempotencyModule,
+    // The payment provider's adapters, bound once for the whole app: the simulator, or Stripe (PAYMENT_PROVIDER=stripe).
+    PaymentSimulatorModule,
     AdminModule,
     HealthModule,
     OrdersModule,
