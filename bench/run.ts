@@ -12,8 +12,8 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { resolveMongoBackend, type MongoBackend } from '../src/database/embedded-mongo.js';
-import { chargeEvent } from '../src/payments/webhook-events.js';
-import { WebhookSigner } from '../src/payments/webhook-signer.js';
+import { chargeEvent } from '../src/payment-simulator/webhook-events.js';
+import { WebhookSigner } from '../src/payment-simulator/webhook-signer.js';
 import { header, runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
   computeRatios,

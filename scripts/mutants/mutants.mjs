@@ -51,7 +51,7 @@ export const MUTANTS = [
     rule: 'a declined card (tok_decline) is charged: 201, a saved order, a charge',
     patches: [
       {
-        file: 'src/payments/simulated-payment.gateway.ts',
+        file: 'src/payment-simulator/simulated-payment.gateway.ts',
         search: 'if (request.paymentToken === TEST_TOKENS.declines) {',
         replace: 'if (request.paymentToken === TEST_TOKENS.declines && request.amountMinor < 0) {',
       },
@@ -256,7 +256,7 @@ export const MUTANTS = [
     rule: 'a capture of more than the authorization is not refused as capture_exceeds_authorized (422, nothing written)',
     patches: [
       {
-        file: 'src/orders/payment-actions/order-payment-actions.ts',
+        file: 'src/capture-void/capture-void.service.ts',
         search: 'amountMinor > order.authorizedMinor) {',
         replace: 'amountMinor > order.authorizedMinor * 2) {',
       },
@@ -328,7 +328,7 @@ export const MUTANTS = [
     ],
     killers: [
       { file: 'src/reconciliation/settlement-compare.spec.ts', name: 'matches equal sides and names every kind of mismatch once' },
-      // Runs the built reconcile CLI (dist/src/reconciliation/reconcile.cli.js): the runner builds the mutant.
+      // Runs the built reconcile CLI (dist/src/reconcile.cli.js): the runner builds the mutant.
       { file: 'test/reconciliation/settlement.e2e-spec.ts', name: 'an amount that differs', build: true },
     ],
   },

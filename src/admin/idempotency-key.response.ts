@@ -7,7 +7,7 @@ const DECISIONS: Record<ReaperDecision, true> = { completed: true, abandoned: tr
 
 const DATE_TIME = { type: 'string', format: 'date-time' } as const;
 
-/** What a cancel by key did (src/orders/order-cancellation.ts). */
+/** What a cancel by key did (src/cancel-by-key/order-cancellation.ts). */
 export const CANCEL_OUTCOMES = ['never_run', 'canceled_before_charge', 'refunded', 'voided', 'nothing_to_undo'] as const;
 export type CancelOutcome = (typeof CANCEL_OUTCOMES)[number];
 

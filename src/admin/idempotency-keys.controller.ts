@@ -86,8 +86,8 @@ export class IdempotencyKeysController {
   )
   @ApiProblemResponse(
     501,
-    '`cancel_undo_unavailable`: the order holds money this deployment cannot give back yet (a refund or a void it does not have); ' +
-      'the key stays canceled for new requests, and the same cancel finishes once it can',
+    '`cancel_undo_unavailable`: the order holds money the cancel cannot give back (an undo refund an earlier release recorded ' +
+      'under another request); the key stays canceled for new requests, for a human to settle',
   )
   async cancel(
     @Tenant() tenant: string,

@@ -47,7 +47,7 @@ export interface PaymentsSettings {
   retryAfterSeconds: number;
   /** The simulator's authorization lifetime (manual capture); a real provider sets its own. */
   authorizationTtlSeconds: number;
-  /** The expiry sweep of lapsed authorizations (orders/payment-actions/authorization-expiry.sweep.ts); intervalMs 0 = off. */
+  /** The expiry sweep of lapsed authorizations (capture-void/authorization-expiry.sweep.ts); intervalMs 0 = off. */
   authorizationSweep: { intervalMs: number; batchSize: number };
   /** When the simulator settles an asynchronous charge by itself (0: never; settleProcessing does). */
   asyncSettleMs: number;

@@ -175,9 +175,15 @@ export function checkDocument(document: unknown): void {
   }
 }
 
-/** The application/json body parser: shape first, then JSON.parse, then the forbidden keys and I-JSON. */
+/**
+ * The application/json body parser: shape first, then JSON.parse, then the
+ * forbidden keys and I-JSON. An empty body is no body (undefined), whatever
+ * the Content-Type says - many clients send the header on every request: a
+ * route whose body is optional (capture, void) then runs as without one, and
+ * one that needs a body refuses it as it refuses a missing one.
+ */
 export function parseJsonBody(text: string, limits: JsonLimits): unknown {
-  if (text.trim() === '') throw new MalformedJsonError('The body is empty but Content-Type is application/json.');
+  if (text.trim() === '') return undefined;
   checkJsonShape(text, limits);
   let document: unknown;
   try {

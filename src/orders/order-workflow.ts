@@ -17,7 +17,7 @@ import { PaymentGateway, type Authorization, type Charge } from '../payments/pay
 import { chargeKeyFor, paymentIdFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
 import { isCreateInProgress } from './order-state.js';
-import { orderIdForClaim, type Order } from './order.js';
+import { FAILURE, orderIdForClaim, type Order } from './order.js';
 import { OrderRepository } from './order.repository.js';
 import { orderView } from './order.view.js';
 // card_declined's guidance (stored with the 402) comes from the app's table.
@@ -38,9 +38,6 @@ type ChargeOutcome =
   /** Asynchronous method: the provider answers later; the create answers 202 `processing`. */
   | { kind: 'processing' }
   | { kind: 'none' };
-
-/** `processing_expired`: an asynchronous charge that had no outcome past the processing bound, canceled at the provider. */
-export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned', processingExpired: 'processing_expired' } as const;
 
 /**
  * The one code path that moves an order to a final state, used by the first

@@ -78,6 +78,9 @@ export interface Order {
   updatedAt: Date;
 }
 
+/** Why an order failed. `processing_expired`: an asynchronous charge that had no outcome past the processing bound, canceled at the provider. */
+export const FAILURE = { declined: 'card_declined', abandoned: 'abandoned', processingExpired: 'processing_expired' } as const;
+
 /** The order id is derived from the idempotency claim: one order per attempt, found again on resume. */
 export function orderIdForClaim(claimId: string): string {
   return `ord_${claimId.slice(0, 24)}`;

@@ -4,30 +4,17 @@ import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
-import { AsyncSettlement } from './async-settlement.js';
-import { OrderCancellation } from './order-cancellation.js';
 import { OrderWorkflow } from './order-workflow.js';
-import { OrderPaymentsController } from './order-payments.controller.js';
 import { OrderRepository } from './order.repository.js';
-import { AuthorizationExpirySweep } from './payment-actions/authorization-expiry.sweep.js';
-import { OrderPaymentActions } from './payment-actions/order-payment-actions.js';
 import { OrdersController } from './orders.controller.js';
 import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 import { OrderSchema, ORDER_MODEL } from './schemas/order.schema.js';
 
 @Module({
   imports: [MongooseModule.forFeature([{ name: ORDER_MODEL, schema: OrderSchema }]), PaymentsModule, LedgerModule, OutboxModule],
-  controllers: [OrdersController, OrderPaymentsController],
-  providers: [
-    OrderRepository,
-    OrderWorkflow,
-    OrdersService,
-    OrderPaymentActions,
-    AuthorizationExpirySweep,
-    AsyncSettlement,
-    OrderCancellation,
-  ],
-  exports: [OrdersService, OrderRepository, OrderPaymentActions, AsyncSettlement],
+  controllers: [OrdersController],
+  providers: [OrderRepository, OrderWorkflow, OrdersService],
+  exports: [OrdersService, OrderRepository, OrderWorkflow],
 })
 export class OrdersModule implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(OrdersModule.name);

@@ -12,7 +12,8 @@ import {
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { CreateOrderDto } from './dto/create-order.dto.js';
 import { orderAmountMinor } from './order-amount.js';
-import { FAILURE, OrderWorkflow, responseFor } from './order-workflow.js';
+import { OrderWorkflow, responseFor } from './order-workflow.js';
+import { FAILURE } from './order.js';
 import { ORDER_ID_PATTERN, orderIdForClaim, type Order } from './order.js';
 import { OrderRepository, type OrderPage } from './order.repository.js';
 import { decodeCursor } from './order.view.js';

@@ -1,6 +1,5 @@
 import type Stripe from 'stripe';
-import { ProviderStatement } from '../reconciliation/provider-statement.js';
-import type { ProviderSettlement } from '../reconciliation/settlement-compare.js';
+import { ProviderStatement, type ProviderSettlement } from '../payments/provider-statement.port.js';
 
 /**
  * The settlement side of the books from Stripe's balance transactions

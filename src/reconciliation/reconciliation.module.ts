@@ -1,30 +1,17 @@
 import { Module } from '@nestjs/common';
 import { LedgerModule } from '../ledger/ledger.module.js';
-import { OrdersModule } from '../orders/orders.module.js';
-import { PaymentsModule } from '../payments/payments.module.js';
-import { ProcessingReconciler } from './processing-reconciler.js';
-import { ProviderStatement } from './provider-statement.js';
 import { SettlementReconciliation } from './settlement-reconciliation.service.js';
-import { SimulatedProviderStatement } from './simulated-provider-statement.js';
 import { WorkInFlight } from './work-in-flight.js';
-import { StripePaymentModule } from '../payment-stripe/stripe-payment.module.js';
-import { StripeProviderStatement } from '../payment-stripe/stripe-provider-statement.js';
 
-/** The checks against the provider: no order `processing` past its bound, and the ledger's clearing account = the provider's statement. */
+/**
+ * The ledger's provider clearing account against the provider's statement
+ * (settlement reconciliation); the ProviderStatement port is bound by the
+ * composition root (PaymentSimulatorModule: the simulator's books, or
+ * Stripe's balance transactions).
+ */
 @Module({
-  imports: [OrdersModule, PaymentsModule, LedgerModule, StripePaymentModule],
-  providers: [
-    ProcessingReconciler,
-    SettlementReconciliation,
-    WorkInFlight,
-    SimulatedProviderStatement,
-    // PAYMENT_PROVIDER=stripe: Stripe's balance transactions (provided only then), else the simulator's books.
-    {
-      provide: ProviderStatement,
-      inject: [SimulatedProviderStatement, StripeProviderStatement],
-      useFactory: (simulator: SimulatedProviderStatement, stripe: StripeProviderStatement | null) => stripe ?? simulator,
-    },
-  ],
-  exports: [ProcessingReconciler, SettlementReconciliation],
+  imports: [LedgerModule],
+  providers: [SettlementReconciliation, WorkInFlight],
+  exports: [SettlementReconciliation],
 })
 export class ReconciliationModule {}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { afterRecheck, compareSettlements, netClearing, type ProviderSettlement } from './settlement-compare.js';
+import type { ProviderSettlement } from '../payments/provider-statement.port.js';
+import { afterRecheck, compareSettlements, netClearing } from './settlement-compare.js';
 import { inFlightReason } from './work-in-flight.js';
 
 const period = { from: new Date('2026-01-01T00:00:00Z'), to: new Date('2026-01-02T00:00:00Z') };

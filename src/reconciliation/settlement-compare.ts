@@ -1,11 +1,4 @@
-/** One charge as the provider's statement shows it: what it settled to us under a charge key, net of refunds. */
-export interface ProviderSettlement {
-  chargeKey: string;
-  chargeId: string;
-  netMinor: number;
-  currency: string;
-  at: Date;
-}
+import type { ProviderSettlement } from '../payments/provider-statement.port.js';
 
 /** The ledger's provider clearing account for one order: debits (settled to us) minus credits (refunded). */
 export interface LedgerClearing {

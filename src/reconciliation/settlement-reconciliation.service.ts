@@ -1,17 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
-import {
-  idempotencyConfig,
-  reaperConfig,
-  webhooksConfig,
-  type IdempotencyConfig,
-  type ReaperConfig,
-  type WebhooksConfig,
-} from '../config/config.tokens.js';
+import { idempotencyConfig, reaperConfig, webhooksConfig, type ReaperConfig } from '../config/config.tokens.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { ProviderStatement } from './provider-statement.js';
+import { ProviderStatement } from '../payments/provider-statement.port.js';
+import type { ReportIdempotencySettings, ReportWebhookSettings } from './report-configuration.js';
 import { afterRecheck, compareSettlements, MISMATCH_KINDS, netClearing, type SettlementReport } from './settlement-compare.js';
 import { WorkInFlight } from './work-in-flight.js';
 
@@ -48,9 +42,9 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
     private readonly work: WorkInFlight,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
-    @Inject(webhooksConfig.KEY) private readonly webhooks: WebhooksConfig,
+    @Inject(webhooksConfig.KEY) private readonly webhooks: ReportWebhookSettings,
     @Inject(reaperConfig.KEY) private readonly reaper: ReaperConfig,
-    @Inject(idempotencyConfig.KEY) private readonly idempotency: IdempotencyConfig,
+    @Inject(idempotencyConfig.KEY) private readonly idempotency: ReportIdempotencySettings,
   ) {}
 
   /** By then the reaper has finished (or released) any work a crash or a 503 left in flight. */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
 import {
   DuplicateClaimError,
   IdempotencyAttempts,
@@ -13,13 +14,16 @@ import { FaultInjector } from '../common/fault-injector.js';
 import { refundJournal } from '../ledger/journal.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { REFUNDABLE_STATES } from '../orders/order-state.js';
 import { OrderRepository } from '../orders/order.repository.js';
+import { OrderNotFoundError } from '../orders/orders.errors.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { PaymentGateway, type OperationResult, type ProviderOperation, type RefusalReason } from '../payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../payments/payment.js';
-import { REFUND_FAILURE, refundIdForClaim, type Refund, type RefundFailure } from './refund.js';
+import { REFUND_FAILURE, refundIdForClaim, refundKeyFor, type Refund, type RefundFailure, type RefundReason } from './refund.js';
 import { RefundRepository } from './refund.repository.js';
 import { refundLocation, refundView } from './refund.view.js';
+import { OrderNotRefundableError, RefundExceedsCapturedError, RefundsInFlightError } from './refunds.errors.js';
 // refund_declined's guidance (stored with the 402) comes from the app's table.
 
 /**
@@ -33,10 +37,28 @@ export type RefundAdvanceMode = 'request' | 'reconcile';
 /** Shape of `order.refunded`'s payload (the refund view + the order's refundedMinor); bump when it changes. */
 export const ORDER_REFUNDED_SCHEMA_VERSION = 1;
 
+/** What a refund's key covers: the order (the route's id) and the body, so one key on two orders is 422. */
+export interface RefundBody {
+  orderId: string;
+  amountMinor: number;
+  reason: RefundReason;
+}
+
+/**
+ * What refundRestByKey's key covers: no amount. The amount is what is left
+ * when the claim commits, so a repeat after an abandoned attempt and another
+ * refund meanwhile is the same request (the rest), never a 422.
+ */
+export interface RestBody {
+  orderId: string;
+  amountMinor: 'rest';
+  reason: RefundReason;
+}
+
 /**
  * The one code path that moves a refund to a final state, used by the first
  * request, by a retry that takes over, and by the reaper:
- *   T0 (the claim, RefundsService): the order's refundable amount reserved + the pending refund
+ *   T0 (begin, inside the claim transaction): the order's refundable amount reserved + the pending refund
  *   provider refund (between transactions, keyed by the refund)
  *   T1  succeeded: record complete (201) + refund succeeded + order refunded amount + reversal journal + order.refunded
  *   T1' refused:   record failed (402/422 stored) + refund failed + reservation released
@@ -61,6 +83,61 @@ export class RefundWorkflow {
     private readonly faults: FaultInjector,
     private readonly metrics: MetricsService,
   ) {}
+
+  /**
+   * Inside the claim transaction: one conditional update reserves the amount
+   * on the order's refundableMinor (never a read-then-check), so racing
+   * refunds cannot sum past the captured amount. When it matches nothing,
+   * the error thrown here aborts the claim: no record, no refund, the key
+   * unused.
+   */
+  async begin(session: ClientSession, tenant: string, body: RefundBody | RestBody, lease: Lease): Promise<void> {
+    const now = this.clock.now();
+    const amountMinor = body.amountMinor === 'rest' ? await this.restOf(session, tenant, body.orderId) : body.amountMinor;
+    const order = await this.orders.reserveRefund(session, tenant, body.orderId, amountMinor, now);
+    if (!order) throw await this.refusal(session, tenant, body.orderId);
+    const refundId = refundIdForClaim(lease.claimId);
+    await this.refunds.insertPending(session, {
+      _id: refundId,
+      tenant,
+      orderId: order._id,
+      amountMinor,
+      currency: order.currency,
+      reason: body.reason,
+      state: 'pending',
+      failureReason: null,
+      providerKey: refundKeyFor(refundId),
+      providerRefundId: null,
+      idempotency: { recordId: lease.recordId, attempt: lease.attempt },
+      stateHistory: { pending: now },
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+
+  /**
+   * What is left to refund, read in the claim transaction (the reservation
+   * that follows is conditional on it, and a concurrent reservation is a
+   * write conflict that reruns the transaction). Only on final money: a
+   * reservation of another refund in flight may still come back.
+   */
+  private async restOf(session: ClientSession, tenant: string, orderId: string): Promise<number> {
+    const order = await this.orders.findById(orderId, session);
+    if (!order || order.tenant !== tenant) throw new OrderNotFoundError();
+    if (!REFUNDABLE_STATES.includes(order.state)) throw new OrderNotRefundableError(order.state);
+    const reserved = order.capturedMinor - order.refundedMinor - order.refundableMinor;
+    if (reserved > 0) throw new RefundsInFlightError(reserved);
+    if (order.refundableMinor < 1) throw new RefundExceedsCapturedError(0);
+    return order.refundableMinor;
+  }
+
+  /** Why the reservation matched nothing, as this transaction sees the order. */
+  private async refusal(session: ClientSession, tenant: string, orderId: string): Promise<Error> {
+    const order = await this.orders.findById(orderId, session);
+    if (!order || order.tenant !== tenant) return new OrderNotFoundError();
+    if (!REFUNDABLE_STATES.includes(order.state)) return new OrderNotRefundableError(order.state);
+    return new RefundExceedsCapturedError(order.refundableMinor);
+  }
 
   async advance(lease: Lease, mode: RefundAdvanceMode): Promise<Refund> {
     const refund = await this.refunds.findById(refundIdForClaim(lease.claimId));

@@ -1,53 +1,23 @@
 import { Injectable } from '@nestjs/common';
-import type { ClientSession } from 'mongoose';
 import {
   AttemptAbandonedError,
   type IdempotencyKeyContext,
   IdempotencyService,
   type IdempotentRequest,
   type IdempotentResult,
-  type Lease,
 } from '@idempotent-orders/nest-idempotency';
-import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
 import { AmountOutOfRangeError, OrderNotFoundError } from '../orders/orders.errors.js';
 import { MAX_ORDER_AMOUNT_MINOR } from '../orders/order-amount.js';
-import { REFUNDABLE_STATES } from '../orders/order-state.js';
 import { ORDER_ID_PATTERN, type Order } from '../orders/order.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import type { CreateRefundDto } from './dto/create-refund.dto.js';
-import {
-  REFUND_FAILURE,
-  REFUND_ID_PATTERN,
-  REFUND_REASONS,
-  refundIdForClaim,
-  refundKeyFor,
-  type Refund,
-  type RefundReason,
-} from './refund.js';
+import { REFUND_FAILURE, REFUND_ID_PATTERN, REFUND_REASONS, type Refund, type RefundReason } from './refund.js';
 import { RefundRepository } from './refund.repository.js';
-import { RefundWorkflow, responseFor } from './refund-workflow.js';
-import { OrderNotRefundableError, RefundExceedsCapturedError, RefundNotFoundError, RefundsInFlightError } from './refunds.errors.js';
+import { type RefundBody, RefundWorkflow, responseFor, type RestBody } from './refund-workflow.js';
+import { RefundNotFoundError } from './refunds.errors.js';
 
 export const REFUND_OPERATION = 'orders.refund';
-
-/** What a refund's key covers: the order (the route's id) and the body, so one key on two orders is 422. */
-interface RefundBody {
-  orderId: string;
-  amountMinor: number;
-  reason: RefundReason;
-}
-
-/**
- * What refundRestByKey's key covers: no amount. The amount is what is left
- * when the claim commits, so a repeat after an abandoned attempt and another
- * refund meanwhile is the same request (the rest), never a 422.
- */
-interface RestBody {
-  orderId: string;
-  amountMinor: 'rest';
-  reason: RefundReason;
-}
 
 /**
  * The key context of refundByKey: a caller without HTTP. Its method and
@@ -64,7 +34,6 @@ export class RefundsService {
     private readonly orders: OrderRepository,
     private readonly workflow: RefundWorkflow,
     private readonly idempotency: IdempotencyService,
-    private readonly clock: Clock,
     private readonly faults: FaultInjector,
   ) {}
 
@@ -121,13 +90,13 @@ export class RefundsService {
     return refund;
   }
 
-  /** Claim the key with the reservation and a pending refund (T0), then drive it to a final state. */
+  /** Claim the key with the reservation and a pending refund (T0, RefundWorkflow.begin), then drive it to a final state. */
   private async refund(tenant: string, key: IdempotencyKeyContext, body: RefundBody | RestBody): Promise<IdempotentResult> {
     // The order's customer is the request's data subject (an erasure of them stops it); no such order: 404, key untouched.
     const order = await this.orderOf(tenant, body.orderId);
     const request: IdempotentRequest = this.idempotency.requestFor(key, tenant, body, order.customerId);
     return this.idempotency.execute(request, {
-      begin: (session, lease) => this.begin(session, tenant, body, lease),
+      begin: (session, lease) => this.workflow.begin(session, tenant, body, lease),
       resume: async (lease) => {
         this.faults.crashIf('after-refund-claim');
         const refund = await this.workflow.advance(lease, 'request');
@@ -135,61 +104,6 @@ export class RefundsService {
         return responseFor(refund);
       },
     });
-  }
-
-  /**
-   * Inside the claim transaction: one conditional update reserves the amount
-   * on the order's refundableMinor (never a read-then-check), so racing
-   * refunds cannot sum past the captured amount. When it matches nothing,
-   * the error thrown here aborts the claim: no record, no refund, the key
-   * unused.
-   */
-  private async begin(session: ClientSession, tenant: string, body: RefundBody | RestBody, lease: Lease): Promise<void> {
-    const now = this.clock.now();
-    const amountMinor = body.amountMinor === 'rest' ? await this.restOf(session, tenant, body.orderId) : body.amountMinor;
-    const order = await this.orders.reserveRefund(session, tenant, body.orderId, amountMinor, now);
-    if (!order) throw await this.refusal(session, tenant, body.orderId);
-    const refundId = refundIdForClaim(lease.claimId);
-    await this.refunds.insertPending(session, {
-      _id: refundId,
-      tenant,
-      orderId: order._id,
-      amountMinor,
-      currency: order.currency,
-      reason: body.reason,
-      state: 'pending',
-      failureReason: null,
-      providerKey: refundKeyFor(refundId),
-      providerRefundId: null,
-      idempotency: { recordId: lease.recordId, attempt: lease.attempt },
-      stateHistory: { pending: now },
-      createdAt: now,
-      updatedAt: now,
-    });
-  }
-
-  /**
-   * What is left to refund, read in the claim transaction (the reservation
-   * that follows is conditional on it, and a concurrent reservation is a
-   * write conflict that reruns the transaction). Only on final money: a
-   * reservation of another refund in flight may still come back.
-   */
-  private async restOf(session: ClientSession, tenant: string, orderId: string): Promise<number> {
-    const order = await this.orders.findById(orderId, session);
-    if (!order || order.tenant !== tenant) throw new OrderNotFoundError();
-    if (!REFUNDABLE_STATES.includes(order.state)) throw new OrderNotRefundableError(order.state);
-    const reserved = order.capturedMinor - order.refundedMinor - order.refundableMinor;
-    if (reserved > 0) throw new RefundsInFlightError(reserved);
-    if (order.refundableMinor < 1) throw new RefundExceedsCapturedError(0);
-    return order.refundableMinor;
-  }
-
-  /** Why the reservation matched nothing, as this transaction sees the order. */
-  private async refusal(session: ClientSession, tenant: string, orderId: string): Promise<Error> {
-    const order = await this.orders.findById(orderId, session);
-    if (!order || order.tenant !== tenant) return new OrderNotFoundError();
-    if (!REFUNDABLE_STATES.includes(order.state)) return new OrderNotRefundableError(order.state);
-    return new RefundExceedsCapturedError(order.refundableMinor);
   }
 
   private async orderOf(tenant: string, orderId: string): Promise<Order> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHmac, randomBytes } from 'node:crypto';
-import { WebhookSigner } from '../payments/webhook-signer.js';
+import { WebhookSigner } from '../payment-simulator/webhook-signer.js';
 import { readPaymentEvent } from './payment-event.js';
 import { WebhookVerifier } from './webhook-verifier.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
-import type { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
-import { chargeEvent } from '../../src/payments/webhook-events.js';
+import type { SimulatedPaymentGateway } from '../../src/payment-simulator/simulated-payment.gateway.js';
+import { chargeEvent } from '../../src/payment-simulator/webhook-events.js';
 import { findViolations } from '../support/invariants.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { deliver, effectsOf, eventFor, newWebhookSecret, SAVED_ONCE, UNTOUCHED } from '../support/webhooks.js';

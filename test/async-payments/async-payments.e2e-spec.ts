@@ -2,8 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { AddressInfo } from 'node:net';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
-import { SimulatedWebhookSender } from '../../src/payments/webhook-sender.js';
-import { ProcessingReconciler } from '../../src/reconciliation/processing-reconciler.js';
+import { SimulatedWebhookSender } from '../../src/payment-simulator/webhook-sender.js';
+import { ProcessingReconciler } from '../../src/async-payments/processing-reconciler.js';
 import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
 import { ControllableGateway } from '../support/controllable-gateway.js';
 import { findViolations } from '../support/invariants.js';

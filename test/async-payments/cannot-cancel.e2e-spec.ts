@@ -2,8 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
-import type { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
-import { ProcessingReconciler } from '../../src/reconciliation/processing-reconciler.js';
+import type { SimulatedPaymentGateway } from '../../src/payment-simulator/simulated-payment.gateway.js';
+import { ProcessingReconciler } from '../../src/async-payments/processing-reconciler.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
 const PROCESSING_BOUND_MS = 1000;

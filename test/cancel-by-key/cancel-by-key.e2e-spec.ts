@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import { guidanceFor } from '@idempotent-orders/nest-idempotency';
-import { KEYED_REFUNDS } from '../../src/orders/order-cancellation.js';
+import { RefundsService } from '../../src/refunds/refunds.service.js';
 import { findViolations } from '../support/invariants.js';
 import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
 import { startControlledApp, type ControlledApp } from '../support/controlled-app.js';
@@ -37,7 +37,7 @@ function suite(mode: StoreMode): void {
       documented = await responseCheck((await t.http().get('/docs/json').expect(200)).body as OpenAPIV3.Document);
       refundsWired = (() => {
         try {
-          t.app.get(KEYED_REFUNDS, { strict: false });
+          t.app.get(RefundsService, { strict: false });
           return true;
         } catch {
           return false;

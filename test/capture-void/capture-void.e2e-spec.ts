@@ -2,8 +2,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import type { FaultPoint } from '../../src/config/configuration.js';
-import { AuthorizationExpirySweep, expiryVoidKeyFor } from '../../src/orders/payment-actions/authorization-expiry.sweep.js';
-import { OrderPaymentActions } from '../../src/orders/payment-actions/order-payment-actions.js';
+import { AuthorizationExpirySweep, expiryVoidKeyFor } from '../../src/capture-void/authorization-expiry.sweep.js';
+import { CaptureVoidService } from '../../src/capture-void/capture-void.service.js';
 import { startControlledApp, type ControlledApp } from '../support/controlled-app.js';
 import { manualCaptureViolations } from '../support/manual-capture-invariants.js';
 import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
@@ -462,7 +462,7 @@ describe('manual capture: authorize, then capture or void', () => {
 
   it('voidByKey: the void without HTTP under its own key, replayed by key', async () => {
     const id = await authorizedOrder();
-    const actions = t.app.get(OrderPaymentActions);
+    const actions = t.app.get(CaptureVoidService);
     const first = await actions.voidByKey('acme', id, 'cancel:k-create');
     expect(first.replayed).toBe(false);
     expect(first.response.status).toBe(200);

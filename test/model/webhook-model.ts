@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { chargeEvent, type ChargeEventType } from '../../src/payments/webhook-events.js';
-import { ProcessingReconciler } from '../../src/reconciliation/processing-reconciler.js';
+import { chargeEvent, type ChargeEventType } from '../../src/payment-simulator/webhook-events.js';
+import { ProcessingReconciler } from '../../src/async-payments/processing-reconciler.js';
 import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
 import { findViolations } from '../support/invariants.js';
 import { deliver, eventFor } from '../support/webhooks.js';

@@ -4,7 +4,7 @@ import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
 import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
-import type { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
+import type { SimulatedPaymentGateway } from '../../src/payment-simulator/simulated-payment.gateway.js';
 import { reconcileCli } from '../support/reconcile-cli.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { deliver, eventFor, newWebhookSecret } from '../support/webhooks.js';

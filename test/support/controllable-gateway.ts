@@ -22,7 +22,7 @@ interface OperationLatch {
   reached: (key: string) => void;
   release: Promise<void>;
 }
-import { SimulatedPaymentGateway } from '../../src/payments/simulated-payment.gateway.js';
+import { SimulatedPaymentGateway } from '../../src/payment-simulator/simulated-payment.gateway.js';
 
 export class SimulatedCrash extends Error {
   constructor(where = 'after the provider charged') {

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 /** The built reconcile CLI (npm run reconcile): tests run it as an operator does, on the test's own databases. */
-const CLI = fileURLToPath(new URL('../../dist/src/reconciliation/reconcile.cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/src/reconcile.cli.js', import.meta.url));
 
 export interface CliRun {
   code: number;

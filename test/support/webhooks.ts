@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
-import { chargeEvent, type ChargeEventType } from '../../src/payments/webhook-events.js';
-import { WebhookSigner } from '../../src/payments/webhook-signer.js';
-import type { ProviderEvent } from '../../src/payments/webhook-sender.js';
+import { chargeEvent, type ChargeEventType } from '../../src/payment-simulator/webhook-events.js';
+import { WebhookSigner } from '../../src/payment-simulator/webhook-signer.js';
+import type { ProviderEvent } from '../../src/payment-simulator/webhook-sender.js';
 import type { TestApp } from './test-app.js';
 
 /** A fresh Standard Webhooks secret (`whsec_` + 32 random bytes). */

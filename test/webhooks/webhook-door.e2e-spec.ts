@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { createHmac } from 'node:crypto';
 import { request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { WebhookSigner } from '../../src/payments/webhook-signer.js';
+import { WebhookSigner } from '../../src/payment-simulator/webhook-signer.js';
 import { startApp, type TestApp } from '../support/test-app.js';
 import { newWebhookSecret } from '../support/webhooks.js';
 

@@ -1,7 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { ORDER_STATES } from '../order-state.js';
-import { FAILURE } from '../order-workflow.js';
-import { CAPTURE_MODES } from '../order.js';
+import { CAPTURE_MODES, FAILURE } from '../order.js';
 
 /*
  * The documented shape of orderView() (order.view.ts). These classes only

@@ -1,75 +1,35 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import {
-  AttemptAbandonedError,
   IdempotencyAttempts,
-  type IdempotencyKeyContext,
-  IdempotencyReaper,
-  IdempotencyService,
   type IdempotentResponse,
-  type IdempotentResult,
   type Lease,
   LeaseLostError,
   problem,
   PROBLEM_CONTENT_TYPE,
-  type ReconcileDecision,
   TransactionRunner,
 } from '@idempotent-orders/nest-idempotency';
-import { Clock } from '../../common/clock.js';
-import { FaultInjector } from '../../common/fault-injector.js';
-import { LedgerService } from '../../ledger/ledger.service.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
-import { OutboxService } from '../../outbox/outbox.service.js';
-import { PaymentGateway, type OperationResult, type ProviderOperation, type RefusalReason } from '../../payments/payment-gateway.port.js';
-import { chargeKeyFor } from '../../payments/payment.js';
-import { PaymentsService } from '../../payments/payments.service.js';
-import { ORDER_COMPLETED_SCHEMA_VERSION } from '../order-workflow.js';
-import { ORDER_ID_PATTERN, type Order, type PaymentActionKind, type PendingPaymentAction } from '../order.js';
-import { OrderRepository } from '../order.repository.js';
-import { orderView } from '../order.view.js';
-import { OrderNotFoundError } from '../orders.errors.js';
-import { CaptureExceedsAuthorizedError, OrderNotCapturableError, OrderNotVoidableError } from './payment-actions.errors.js';
+import { Clock } from '../common/clock.js';
+import { FaultInjector } from '../common/fault-injector.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import { PaymentGateway, type OperationResult, type ProviderOperation, type RefusalReason } from '../payments/payment-gateway.port.js';
+import { chargeKeyFor } from '../payments/payment.js';
+import { PaymentsService } from '../payments/payments.service.js';
+import { ORDER_COMPLETED_SCHEMA_VERSION } from '../orders/order-workflow.js';
+import type { Order, PendingPaymentAction } from '../orders/order.js';
+import { OrderRepository } from '../orders/order.repository.js';
+import { orderView } from '../orders/order.view.js';
+import { type Advanced, FAULTS, FINAL_STATE, providerKeyFor, REFUSALS } from './capture-void.js';
 // The refusals' guidance (stored with their problems) comes from the app's table.
-
-export const CAPTURE_ORDER_OPERATION = 'orders.capture';
-export const VOID_ORDER_OPERATION = 'orders.void';
-/** The routes' templates, as the HTTP layer fingerprints them (voidByKey uses the same, so its key space is the route's). */
-export const CAPTURE_ORDER_ROUTE = '/v1/orders/:id/capture';
-export const VOID_ORDER_ROUTE = '/v1/orders/:id/void';
-
-/** The provider key of a capture or void: derived from the attempt's claim, never random. */
-export function providerKeyFor(action: Pick<PendingPaymentAction, 'kind' | 'claimId'>): string {
-  return `${action.kind}:${action.claimId}`;
-}
-
-/** How a provider refusal of a capture or void is answered (stored and replayed). */
-const REFUSALS: Record<RefusalReason, { status: number; code: string; detail: string }> = {
-  authorization_expired: { status: 422, code: 'authorization_expired', detail: 'The authorization lapsed before it was captured.' },
-  authorization_voided: { status: 409, code: 'authorization_voided', detail: 'The authorization was voided.' },
-  already_captured: { status: 409, code: 'already_captured', detail: 'The authorization was already captured.' },
-  exceeds_captured: {
-    status: 422,
-    code: 'capture_exceeds_authorized',
-    detail: 'The provider refused to take more than it authorized.',
-  },
-  no_such_payment: { status: 422, code: 'payment_operation_refused', detail: 'The provider holds no authorization it could act on.' },
-  declined: { status: 422, code: 'payment_operation_refused', detail: 'The provider refused the operation.' },
-};
-
-const FINAL_STATE: Record<PaymentActionKind, 'captured' | 'voided'> = { capture: 'captured', void: 'voided' };
-const FAULTS = {
-  capture: { claim: 'after-capture-claim', provider: 'after-capture-provider' },
-  void: { claim: 'after-void-claim', provider: 'after-void-provider' },
-} as const;
-
-type Advanced = { decision: 'completed'; response: IdempotentResponse } | { decision: 'abandoned' };
 
 /**
  * Capture and void of a manual-capture order, each a keyed operation with
  * the guarantees of a create (orders.capture, orders.void):
- *   T0 (the claim transaction): the order is taken for this operation by
- *      one conditional update (authorized, no other action in flight) -
- *      refused otherwise, with nothing written;
+ *   T0 (the claim transaction, CaptureVoidService): the order is taken for
+ *      this operation by one conditional update (authorized, no other action
+ *      in flight) - refused otherwise, with nothing written;
  *   the provider call, between transactions, under a key derived from the
  *      claim (`capture:<claimId>`, `void:<claimId>`): a resumed attempt sends
  *      the same key and gets the first answer;
@@ -82,107 +42,26 @@ type Advanced = { decision: 'completed'; response: IdempotentResponse } | { deci
  * (operationOrCancel): never captures or voids from there.
  */
 @Injectable()
-export class OrderPaymentActions implements OnModuleInit {
+export class CaptureVoidWorkflow {
   constructor(
     private readonly orders: OrderRepository,
     private readonly gateway: PaymentGateway,
     private readonly payments: PaymentsService,
     private readonly ledger: LedgerService,
     private readonly outbox: OutboxService,
-    private readonly idempotency: IdempotencyService,
     private readonly attempts: IdempotencyAttempts,
     private readonly transactions: TransactionRunner,
-    private readonly reaper: IdempotencyReaper,
     private readonly clock: Clock,
     private readonly faults: FaultInjector,
     private readonly metrics: MetricsService,
   ) {}
-
-  onModuleInit(): void {
-    for (const operation of [CAPTURE_ORDER_OPERATION, VOID_ORDER_OPERATION]) {
-      this.reaper.register(operation, async (lease) => (await this.advance(lease, 'reconcile')).decision satisfies ReconcileDecision);
-    }
-  }
-
-  /** POST /v1/orders/:id/capture: `amountMinor` absent = the whole authorization. */
-  capture(tenant: string, orderId: string, amountMinor: number | undefined, key: IdempotencyKeyContext): Promise<IdempotentResult> {
-    return this.run('capture', tenant, orderId, amountMinor ?? null, key);
-  }
-
-  /** POST /v1/orders/:id/void. */
-  void(tenant: string, orderId: string, key: IdempotencyKeyContext): Promise<IdempotentResult> {
-    return this.run('void', tenant, orderId, null, key);
-  }
-
-  /**
-   * A void without HTTP (cancel by key): the same protocol under the
-   * caller's own `clientKey` in the orders.void key space, fingerprinted as
-   * POST /v1/orders/:id/void of `orderId` - so a repeated call replays the
-   * first answer, and an HTTP void under the same key and order would too.
-   * Throws what the route answers as a problem (OrderNotVoidableError, ...).
-   */
-  voidByKey(tenant: string, orderId: string, clientKey: string): Promise<IdempotentResult> {
-    return this.void(tenant, orderId, {
-      clientKey,
-      operation: VOID_ORDER_OPERATION,
-      schemaVersion: 1,
-      method: 'POST',
-      route: VOID_ORDER_ROUTE,
-      params: { id: orderId },
-    });
-  }
-
-  private async run(
-    kind: PaymentActionKind,
-    tenant: string,
-    orderId: string,
-    requestedMinor: number | null,
-    key: IdempotencyKeyContext,
-  ): Promise<IdempotentResult> {
-    const order = ORDER_ID_PATTERN.test(orderId) ? await this.orders.findForTenant(tenant, orderId) : null;
-    if (!order) throw new OrderNotFoundError();
-    // The route's template does not name the order: the fingerprinted body does.
-    const body = kind === 'capture' ? { orderId, amountMinor: requestedMinor } : { orderId };
-    const request = this.idempotency.requestFor(key, tenant, body, order.customerId);
-    return this.idempotency.execute(request, {
-      begin: (session, lease) => this.take(session, kind, tenant, orderId, requestedMinor, lease),
-      resume: async (lease) => {
-        this.faults.crashIf(FAULTS[kind].claim);
-        const advanced = await this.advance(lease, 'request');
-        if (advanced.decision === 'abandoned') throw new AttemptAbandonedError(lease.recordId);
-        return advanced.response;
-      },
-    });
-  }
-
-  /** T0, inside the claim transaction: one conditional update takes the order, or the claim rolls back with the refusal. */
-  private async take(
-    session: ClientSession,
-    kind: PaymentActionKind,
-    tenant: string,
-    orderId: string,
-    requestedMinor: number | null,
-    lease: Lease,
-  ): Promise<void> {
-    const now = this.clock.now();
-    const order = await this.orders.findById(orderId, session);
-    if (!order || order.tenant !== tenant) throw new OrderNotFoundError();
-    const amountMinor = kind === 'capture' ? (requestedMinor ?? order.authorizedMinor) : order.authorizedMinor;
-    if (kind === 'capture' && order.state === 'authorized' && amountMinor > order.authorizedMinor) {
-      throw new CaptureExceedsAuthorizedError(order.authorizedMinor);
-    }
-    const action: PendingPaymentAction = { kind, recordId: lease.recordId, claimId: lease.claimId, amountMinor, startedAt: now };
-    if (await this.orders.takeForAction(session, tenant, orderId, action, now)) return;
-    const held = order.state === 'authorized' && !!order.pendingAction && order.pendingAction.recordId !== lease.recordId;
-    throw kind === 'capture' ? new OrderNotCapturableError(order.state, held) : new OrderNotVoidableError(order.state, held);
-  }
 
   /**
    * The one code path after the claim, for the request (calls the provider
    * under the derived key) and for the reaper (only asks the provider what
    * that key did, cancelling it when nothing: operationOrCancel).
    */
-  private async advance(lease: Lease, mode: 'request' | 'reconcile'): Promise<Advanced> {
+  async advance(lease: Lease, mode: 'request' | 'reconcile'): Promise<Advanced> {
     const order = await this.orders.findByActionClaim(lease.claimId);
     // Finished or released by whoever took the lease over: the record says what happened.
     if (!order?.pendingAction) throw new LeaseLostError(lease.recordId);

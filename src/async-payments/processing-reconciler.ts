@@ -3,7 +3,7 @@ import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
 import { reaperConfig, webhooksConfig, type ReaperConfig, type WebhooksConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { AsyncSettlement } from '../orders/async-settlement.js';
+import { AsyncSettlement } from './async-settlement.js';
 
 export interface ProcessingRun {
   examined: number;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import type { Collection } from 'mongodb';
 import { startApp, type TestApp } from '../../test/support/test-app.js';
-import { PaymentGateway } from './payment-gateway.port.js';
+import { PaymentGateway } from '../payments/payment-gateway.port.js';
 import type { SimulatedPaymentGateway } from './simulated-payment.gateway.js';
 
 /** The simulator stands for a provider: what it answers after a duplicate charge key must be durable. */

@@ -6,9 +6,10 @@ import { IdempotencyKey, type IdempotencyKeyContext, Idempotent, sendIdempotentR
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
 import { RequestValidationError } from '../common/validation.js';
+import { OrderResponse } from '../orders/dto/order.response.js';
+import { CAPTURE_ORDER_OPERATION, VOID_ORDER_OPERATION } from './capture-void.js';
+import { CaptureVoidService } from './capture-void.service.js';
 import { CaptureOrderDto } from './dto/capture-order.dto.js';
-import { OrderResponse } from './dto/order.response.js';
-import { CAPTURE_ORDER_OPERATION, OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
 
 const REPLAY_HEADERS = {
   'Idempotent-Replayed': { description: '`true` when this is a stored response sent again', schema: { type: 'string', enum: ['true'] } },
@@ -31,8 +32,8 @@ const REPLAY_HEADERS = {
   RETRY_AFTER_HEADER,
 )
 @Controller({ path: 'orders', version: '1' })
-export class OrderPaymentsController {
-  constructor(private readonly actions: OrderPaymentActions) {}
+export class CaptureVoidController {
+  constructor(private readonly actions: CaptureVoidService) {}
 
   @Post(':id/capture')
   @HttpCode(200)

@@ -1,5 +1,4 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
 import {
   type CancelSettlement,
   type CancelSituation,
@@ -12,43 +11,16 @@ import {
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { DomainError } from '../common/domain-error.js';
-import { REFUNDABLE_STATES } from './order-state.js';
-import { AsyncSettlement } from './async-settlement.js';
-import { OrderWorkflow } from './order-workflow.js';
-import { orderIdForClaim, type Order } from './order.js';
-import { OrderRepository } from './order.repository.js';
-import { OrderPaymentActions, VOID_ORDER_OPERATION } from './payment-actions/order-payment-actions.js';
-import { OrderNotVoidableError } from './payment-actions/payment-actions.errors.js';
-import { CREATE_ORDER_OPERATION } from './orders.service.js';
-
-/**
- * The refund a cancel makes of a charged order, keyed with the cancel's undo
- * key so that it happens once: the shape of src/refunds'
- * RefundsService.refundRestByKey, whose answer is the refund's stored answer
- * (201 with the refund view; 402 refund_declined or 422 refund_refused).
- */
-export interface KeyedRefunds {
-  /**
-   * A refund of everything left on the order, the amount read and reserved
-   * inside the refund's claim (so the key's fingerprint holds no amount: a
-   * repeat after an abandoned attempt and another refund meanwhile refunds
-   * the rest). Throws a `refund_in_flight` error while another refund of the
-   * order holds a reservation.
-   */
-  refundRestByKey(
-    tenant: string,
-    orderId: string,
-    refundKey: string,
-    reason: string,
-  ): Promise<{ response: { status: number; body: string } }>;
-}
-
-/**
- * Where the cancel finds its refunds (src/refunds' RefundsService, looked up
- * when a cancel needs one: the refunds module depends on orders, so orders
- * cannot import it).
- */
-export const KEYED_REFUNDS = Symbol('KEYED_REFUNDS');
+import { AsyncSettlement } from '../async-payments/async-settlement.js';
+import { VOID_ORDER_OPERATION } from '../capture-void/capture-void.js';
+import { CaptureVoidService } from '../capture-void/capture-void.service.js';
+import { OrderNotVoidableError } from '../capture-void/capture-void.errors.js';
+import { REFUNDABLE_STATES } from '../orders/order-state.js';
+import { OrderWorkflow } from '../orders/order-workflow.js';
+import { orderIdForClaim, type Order } from '../orders/order.js';
+import { OrderRepository } from '../orders/order.repository.js';
+import { CREATE_ORDER_OPERATION } from '../orders/orders.service.js';
+import { REFUND_OPERATION, RefundsService } from '../refunds/refunds.service.js';
 
 /** The reason the cancel's refund carries. */
 export const CANCEL_REFUND_REASON = 'key_canceled';
@@ -62,13 +34,10 @@ const RACED_REFUSALS = new Set(['refund_in_flight', 'refund_exceeds_captured', '
 /** How soon a cancel of a payment the provider is still processing is worth repeating (such methods settle in hours or days). */
 const STILL_PROCESSING_RETRY_AFTER_SECONDS = 60;
 
-/** The refund operation of src/refunds (the cancel's refund key lives in its key space). */
-const REFUND_OPERATION = 'orders.refund';
-
 /**
- * The key holds money this deployment cannot give back yet (a refund without
- * the refunds module, a void without the capture module): the key stays held by the cancel (every
- * create under it is refused) and the same cancel finishes once it can.
+ * The key holds money the cancel cannot give back (an undo refund recorded
+ * by an earlier release under another request): the key stays held by the
+ * cancel (every create under it is refused) until a human settles it.
  */
 export class CancelUndoUnavailableError extends DomainError {
   readonly code = 'cancel_undo_unavailable';
@@ -121,9 +90,9 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     private readonly workflow: OrderWorkflow,
     private readonly orders: OrderRepository,
     private readonly settlement: AsyncSettlement,
-    private readonly actions: OrderPaymentActions,
+    private readonly actions: CaptureVoidService,
+    private readonly refunds: RefundsService,
     private readonly admin: IdempotencyAdminService,
-    private readonly moduleRef: ModuleRef,
   ) {}
 
   onModuleInit(): void {
@@ -185,11 +154,9 @@ export class OrderCancellation implements Canceler, OnModuleInit {
       if (reserved > 0) throw new CancelInProgressError(`A refund of ${reserved} minor units of this key's order is still in flight`);
       if (order.refundedMinor >= order.capturedMinor) return null;
     }
-    const result = await this.refunds()
-      .refundRestByKey(tenant, order._id, undoKey, CANCEL_REFUND_REASON)
-      .catch((error: unknown) => {
-        throw undoError(error);
-      });
+    const result = await this.refunds.refundRestByKey(tenant, order._id, undoKey, CANCEL_REFUND_REASON).catch((error: unknown) => {
+      throw undoError(error);
+    });
     const body = JSON.parse(result.response.body) as { id?: string; code?: string };
     if (result.response.status !== 201 || !body.id) throw new CancelRefundRefusedError(result.response.status, body.code ?? 'unknown');
     return body.id;
@@ -221,14 +188,6 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     const records = view?.records.filter((candidate) => candidate.operation === operation) ?? [];
     const record = records.find((candidate) => candidate.status === 'complete') ?? records.at(-1);
     return record ? { status: record.status, location: record.location } : null;
-  }
-
-  private refunds(): KeyedRefunds {
-    try {
-      return this.moduleRef.get<KeyedRefunds>(KEYED_REFUNDS, { strict: false });
-    } catch {
-      throw new CancelUndoUnavailableError('was charged and needs a refund, and this deployment has no refunds');
-    }
   }
 }
 

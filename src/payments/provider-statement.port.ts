@@ -1,4 +1,11 @@
-import type { ProviderSettlement } from './settlement-compare.js';
+/** One charge as the provider's statement shows it: what it settled to us under a charge key, net of refunds. */
+export interface ProviderSettlement {
+  chargeKey: string;
+  chargeId: string;
+  netMinor: number;
+  currency: string;
+  at: Date;
+}
 
 /**
  * The provider's side of the books: what it settled to us, as its

@@ -24,7 +24,7 @@ import {
   type RefundRequest,
   type RefusalReason,
   type VoidRequest,
-} from './payment-gateway.port.js';
+} from '../payments/payment-gateway.port.js';
 
 /** Reads of a charge key that already exists: about 1.5 s in all before giving up. */
 const EXISTING_READ_ATTEMPTS = 5;

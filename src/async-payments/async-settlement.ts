@@ -8,9 +8,9 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import { PaymentGateway, type AsyncPaymentMethod, type Charge } from '../payments/payment-gateway.port.js';
 import { chargeKeyFor } from '../payments/payment.js';
 import { PaymentsService } from '../payments/payments.service.js';
-import { completedEvent, FAILURE } from './order-workflow.js';
-import { ORDER_ID_PATTERN, type Order } from './order.js';
-import { OrderRepository } from './order.repository.js';
+import { completedEvent } from '../orders/order-workflow.js';
+import { FAILURE, ORDER_ID_PATTERN, type Order } from '../orders/order.js';
+import { OrderRepository } from '../orders/order.repository.js';
 
 /** What the provider says became of an asynchronous charge (by webhook or when asked). */
 export type ProviderOutcome = { kind: 'succeeded'; charge: Charge } | { kind: 'failed'; reason: string } | { kind: 'processing' };

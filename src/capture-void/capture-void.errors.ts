@@ -1,5 +1,5 @@
-import { DomainError } from '../../common/domain-error.js';
-import type { OrderState } from '../order-state.js';
+import { DomainError } from '../common/domain-error.js';
+import type { OrderState } from '../orders/order-state.js';
 
 /** Why an order cannot be captured or voided now: another one of them holds it, or it is not authorized. */
 function notAuthorized(verb: 'captured' | 'voided', state: OrderState, held: boolean): string {

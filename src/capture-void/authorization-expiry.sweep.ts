@@ -1,16 +1,16 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { PeriodicTask, TransactionRunner } from '@idempotent-orders/nest-idempotency';
-import { Clock } from '../../common/clock.js';
-import { paymentsConfig, reaperConfig, type PaymentsConfig, type ReaperConfig } from '../../config/config.tokens.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
-import { OutboxService } from '../../outbox/outbox.service.js';
-import { PaymentGateway, PaymentProviderUnavailableError } from '../../payments/payment-gateway.port.js';
-import { chargeKeyFor } from '../../payments/payment.js';
-import { PaymentsService } from '../../payments/payments.service.js';
-import { ORDER_COMPLETED_SCHEMA_VERSION } from '../order-workflow.js';
-import type { Order } from '../order.js';
-import { OrderRepository } from '../order.repository.js';
-import { orderView } from '../order.view.js';
+import { Clock } from '../common/clock.js';
+import { paymentsConfig, reaperConfig, type PaymentsConfig, type ReaperConfig } from '../config/config.tokens.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import { PaymentGateway, PaymentProviderUnavailableError } from '../payments/payment-gateway.port.js';
+import { chargeKeyFor } from '../payments/payment.js';
+import { PaymentsService } from '../payments/payments.service.js';
+import { ORDER_COMPLETED_SCHEMA_VERSION } from '../orders/order-workflow.js';
+import type { Order } from '../orders/order.js';
+import { OrderRepository } from '../orders/order.repository.js';
+import { orderView } from '../orders/order.view.js';
 
 /** What the sweep did with one lapsed authorization (the label of authorization_expiry_sweep_total). */
 export type SweepOutcome = 'voided' | 'expired' | 'skipped' | 'lost' | 'error';

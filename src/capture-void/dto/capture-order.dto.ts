@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsInt, Max, Min, ValidateIf } from 'class-validator';
-import { MAX_ORDER_AMOUNT_MINOR } from '../order-amount.js';
+import { MAX_ORDER_AMOUNT_MINOR } from '../../orders/order-amount.js';
 
 export class CaptureOrderDto {
   @ApiPropertyOptional({

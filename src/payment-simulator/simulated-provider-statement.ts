@@ -3,10 +3,9 @@ import { InjectConnection } from '@nestjs/mongoose';
 import type { Collection, Filter } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { paymentsConfig, type PaymentsConfig } from '../config/config.tokens.js';
-import { ProviderStatement } from './provider-statement.js';
-import type { ProviderSettlement } from './settlement-compare.js';
+import { ProviderStatement, type ProviderSettlement } from '../payments/provider-statement.port.js';
 
-/** The fields of the simulator's charge documents a statement reads (payments/simulated-payment.gateway.ts). */
+/** The fields of the simulator's charge documents a statement reads (simulated-payment.gateway.ts). */
 interface StatementChargeDoc {
   _id: string;
   status: string;
