@@ -773,7 +773,7 @@ async function refundHotOrder(bench: Bench): Promise<ScenarioResult> {
 /**
  * 9. Webhook ingestion: K orders paid asynchronously (202, processing), then
  * each charge's charge.succeeded event, signed as the provider signs it
- * (Standard Webhooks, src/payments/webhook-signer.ts), delivered c at a time
+ * (Standard Webhooks, src/payment-simulator/webhook-signer.ts), delivered c at a time
  * with every 5th delivery repeating an event sent just before (20%
  * duplicates, some while the first delivery is still in flight). Events/s
  * and p50/p99 of the deliveries; then the store: one payment, one journal,
