@@ -296,7 +296,30 @@ export class StripePaymentGateway extends PaymentGateway {
     return this.send(key, chargeKey, entry.call);
   }
 
+  /**
+   * The operation under its key. A 5xx answer is stored by Stripe under the
+   * key (replayed for 24 h) even when the money moved before it: a retry
+   * under the key would get the same 5xx all day, and the reaper too. So
+   * on a 5xx the adapter reads what the payment shows - its refunds, or the
+   * PaymentIntent itself, both strongly consistent - and answers what was
+   * done; found nothing: still unavailable, retry (never "nothing happened").
+   */
   private async send(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
+    try {
+      return await this.sendOnce(key, chargeKey, call);
+    } catch (error) {
+      if (!(error instanceof StripeServerError)) throw error;
+      const intentId = call.kind === 'refund' ? String(call.params.payment_intent) : 'intentId' in call ? call.intentId : null;
+      if (!intentId) throw error;
+      const got = await this.call(key, () => this.stripe.paymentIntents.retrieve(intentId));
+      if (!('ok' in got)) throw error;
+      const found = await this.operationShownBy(got.ok, key, chargeKey, call);
+      if (!found) throw error;
+      return found;
+    }
+  }
+
+  private async sendOnce(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
     const options = { idempotencyKey: key };
     switch (call.kind) {
       case 'capture': {
@@ -333,15 +356,25 @@ export class StripePaymentGateway extends PaymentGateway {
     const call = entry.call as JournaledCall;
     const intent = await this.findIntent(chargeKey);
     if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    const found = await this.operationShownBy(intent, key, chargeKey, call);
+    if (found) return found;
+    await this.journal.canceled(key);
+    return { outcome: 'canceled' };
+  }
+
+  /**
+   * The operation under `key` as the payment shows it, without its key: a
+   * refund carries our key in its metadata (listed by PaymentIntent,
+   * strongly consistent, unlike search), a capture leaves it in the
+   * PaymentIntent's metadata, a void is the PaymentIntent canceled at our
+   * request. Null: the payment shows no such operation.
+   */
+  private async operationShownBy(intent: Intent, key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult | null> {
     if (call.kind === 'refund') {
       const listed = await this.call(key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
       if (!('ok' in listed)) throw new StripeUnexpectedAnswerError(`refunds of ${intent.id}: ${describe(listed)}`);
       const refund = listed.ok.data.find((candidate) => candidate.metadata?.refund_key === key);
-      if (!refund) {
-        await this.journal.canceled(key);
-        return { outcome: 'canceled' };
-      }
-      return refundOutcome(refund, key, chargeKey);
+      return refund ? refundOutcome(refund, key, chargeKey) : null;
     }
     if (call.kind === 'capture' && intent.status === 'succeeded' && intent.metadata?.capture_key === key) {
       return succeeded(key, 'capture', chargeKey, intent.latest_charge, intent, intent.amount_received);
@@ -349,8 +382,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (call.kind === 'void' && intent.status === 'canceled' && intent.cancellation_reason === 'requested_by_customer') {
       return succeeded(key, 'void', chargeKey, null, intent, intent.amount);
     }
-    await this.journal.canceled(key);
-    return { outcome: 'canceled' };
+    return null;
   }
 
   // --- cancel by key ---------------------------------------------------------
