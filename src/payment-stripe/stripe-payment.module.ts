@@ -6,7 +6,8 @@ import { Clock } from '../common/clock.js';
 import { createStripeClient } from './stripe-client.js';
 import { StripePaymentGateway } from './stripe-payment.gateway.js';
 import { StripeProviderStatement } from './stripe-provider-statement.js';
-import { StripeRequestJournal, type JournalEntry } from './stripe-request.journal.js';
+import { journalRetentionSeconds, StripeRequestJournal, type JournalEntry } from './stripe-request.journal.js';
+import { idempotencyConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { stripeConfig, type StripeConfig } from '../config/stripe.config.js';
 import type { StripeSettings } from './stripe.settings.js';
 import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
@@ -28,9 +29,13 @@ import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
     },
     {
       provide: StripeRequestJournal,
-      inject: [getConnectionToken()],
-      useFactory: (connection: Connection) =>
-        new StripeRequestJournal(connection.getClient().db(connection.name).collection<JournalEntry>('stripe_requests')),
+      inject: [getConnectionToken(), STRIPE_SETTINGS, idempotencyConfig.KEY],
+      useFactory: async (connection: Connection, settings: StripeSettings | null, idempotency: IdempotencyConfig) => {
+        const journal = new StripeRequestJournal(connection.getClient().db(connection.name).collection<JournalEntry>('stripe_requests'));
+        // Its retention follows the idempotency settings (journalRetentionSeconds); only where Stripe is the provider.
+        if (settings) await journal.ensureRetention(journalRetentionSeconds(idempotency));
+        return journal;
+      },
     },
     {
       provide: StripePaymentGateway,
