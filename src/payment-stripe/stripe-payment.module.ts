@@ -3,6 +3,7 @@ import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import type Stripe from 'stripe';
 import { Clock } from '../common/clock.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { createStripeClient } from './stripe-client.js';
 import { StripePaymentGateway } from './stripe-payment.gateway.js';
 import { StripeProviderStatement } from './stripe-provider-statement.js';
@@ -39,9 +40,14 @@ import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
     },
     {
       provide: StripePaymentGateway,
-      inject: [STRIPE_CLIENT, StripeRequestJournal, Clock, STRIPE_SETTINGS],
-      useFactory: (stripe: Stripe | null, journal: StripeRequestJournal, clock: Clock, settings: StripeSettings | null) =>
-        stripe && settings ? new StripePaymentGateway(stripe, journal, clock, settings) : null,
+      inject: [STRIPE_CLIENT, StripeRequestJournal, Clock, STRIPE_SETTINGS, MetricsService],
+      useFactory: (
+        stripe: Stripe | null,
+        journal: StripeRequestJournal,
+        clock: Clock,
+        settings: StripeSettings | null,
+        metrics: MetricsService,
+      ) => (stripe && settings ? new StripePaymentGateway(stripe, journal, clock, settings, metrics.stripe) : null),
     },
     {
       provide: StripeProviderStatement,
