@@ -32,7 +32,7 @@ const STEPS = [
   { id: 'process', jest: ['test/process/', '--selectProjects', 'soak'] },
   { id: 'packaging', jest: ['test/packaging/', '--selectProjects', 'soak'] },
   // The full budgets are the file's defaults (MODEL_RUNS=300 and its fractions) unless the environment says otherwise.
-  // The money model on the Stripe adapter: 60 runs (~4 min on 2 shared cores), where the gate runs 5 (half its money runs).
+  // The money model on the Stripe adapter: 60 runs (~4 min on 2 shared cores), where the gate runs 10.
   {
     id: 'model',
     jest: [MODEL_FILE, '--selectProjects', 'e2e'],
