@@ -162,12 +162,10 @@ export class ProtocolSystem {
         override: (builder) => {
           const clocked = builder.overrideProvider(Clock).useValue(clock).overrideProvider(FaultInjector).useValue(faults);
           return fake
-            ? clocked
-                .overrideProvider(PaymentGateway)
-                .useFactory({
-                  factory: (inner: StripePaymentGateway) => new ControllableStripeGateway(inner, fake),
-                  inject: [StripePaymentGateway],
-                })
+            ? clocked.overrideProvider(PaymentGateway).useFactory({
+                factory: (inner: StripePaymentGateway) => new ControllableStripeGateway(inner, fake),
+                inject: [StripePaymentGateway],
+              })
             : clocked.overrideProvider(PaymentGateway).useClass(gateway);
         },
       });
