@@ -32,7 +32,12 @@ const STEPS = [
   { id: 'process', jest: ['test/process/', '--selectProjects', 'soak'] },
   { id: 'packaging', jest: ['test/packaging/', '--selectProjects', 'soak'] },
   // The full budgets are the file's defaults (MODEL_RUNS=300 and its fractions) unless the environment says otherwise.
-  { id: 'model', jest: [MODEL_FILE, '--selectProjects', 'e2e'], env: { MODEL_SEED: String(seed) } },
+  // The money model on the Stripe adapter: 60 runs (~4 min on 2 shared cores), where the gate runs 10.
+  {
+    id: 'model',
+    jest: [MODEL_FILE, '--selectProjects', 'e2e'],
+    env: { MODEL_SEED: String(seed), MODEL_MONEY_STRIPE_RUNS: process.env.MODEL_MONEY_STRIPE_RUNS ?? '60' },
+  },
   { id: 'conflicts', npm: 'test:conflicts', env: { MODEL_SEED: String(seed) } },
   // Every kept mutant; its model-based killers at MODEL_RUNS=100 under the same seed (a killed mutant stops
   // at its first failure; the budget is the control's, which must pass) - keeps the soak inside its timeout.

@@ -138,6 +138,30 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** The Stripe adapter's calls (PAYMENT_PROVIDER=stripe), by SDK operation and outcome. */
+  readonly stripeRequests = new Counter({
+    name: 'stripe_requests_total',
+    help: 'Calls to Stripe by operation (payment_intents.create, refunds.create, ...) and outcome (ok, declined, transient, idempotency_error, key_reconciled, invalid, error); idempotency_error means our key derivation is wrong (those reconciliation expects are key_reconciled)',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly stripeDuration = new Histogram({
+    name: 'stripe_request_duration_seconds',
+    help: "Stripe's latency per call as the adapter saw it (the SDK's own retries included), by operation",
+    labelNames: ['operation'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  /** The Stripe adapter's metrics port (payment-stripe/stripe-payment.gateway.ts StripeMetrics). */
+  readonly stripe = {
+    observe: (operation: string, outcome: string, seconds: number): void => {
+      this.stripeRequests.inc({ operation, outcome });
+      this.stripeDuration.observe({ operation }, seconds);
+    },
+  };
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -82,6 +82,7 @@ export class StripePaymentGateway extends PaymentGateway {
     private readonly journal: StripeRequestJournal,
     private readonly clock: Clock,
     private readonly settings: Pick<StripeSettings, 'retryAfterSeconds'>,
+    private readonly metrics: StripeMetrics = { observe: () => undefined },
   ) {
     super();
   }
@@ -129,7 +130,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (!intent) return { outcome: 'canceled' };
     let current = intent;
     if (current.status === 'processing' || current.status === 'requires_action' || current.status === 'requires_confirmation') {
-      const canceled = await this.call(chargeKey, () =>
+      const canceled = await this.call('payment_intents.cancel', chargeKey, () =>
         this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${chargeKey}:expire` }),
       );
       // Stripe cannot cancel most payments once processing: the answer is the intent as it stands.
@@ -215,7 +216,9 @@ export class StripePaymentGateway extends PaymentGateway {
     const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
     let answer: Answer<Intent>;
     try {
-      answer = await this.call(key, () => this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: key }));
+      answer = await this.call('payment_intents.create', key, () =>
+        this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: key }),
+      );
     } catch (error) {
       // A 5xx is stored under the key too (Stripe replays it for 24 h), even when the money moved before it:
       // the PaymentIntent's metadata is the way to it. Not searchable yet (its lag): still unavailable, retry.
@@ -261,12 +264,12 @@ export class StripePaymentGateway extends PaymentGateway {
     const entry = await this.journal.find(chargeKey);
     if (!entry || entry.call.kind === 'canceled') return this.withinKeyWindow(entry) ? null : this.searchIntent(chargeKey);
     if (entry.objectId) {
-      const got = await this.call(chargeKey, () => this.stripe.paymentIntents.retrieve(entry.objectId!));
+      const got = await this.call('payment_intents.retrieve', chargeKey, () => this.stripe.paymentIntents.retrieve(entry.objectId!));
       if ('ok' in got) return got.ok;
     }
     if (this.withinKeyWindow(entry)) {
       const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
-      const answer = await this.call(chargeKey, () =>
+      const answer = await this.call('payment_intents.create', chargeKey, () =>
         this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: chargeKey }),
       );
       if ('ok' in answer) return answer.ok;
@@ -278,7 +281,7 @@ export class StripePaymentGateway extends PaymentGateway {
 
   private async searchIntent(chargeKey: string): Promise<Intent | null> {
     if (!SEARCHABLE_KEY.test(chargeKey)) throw new StripeUnexpectedAnswerError(`charge key ${chargeKey} cannot be searched`);
-    const found = await this.call(chargeKey, () =>
+    const found = await this.call('payment_intents.search', chargeKey, () =>
       this.stripe.paymentIntents.search({ query: `metadata['charge_key']:'${chargeKey}'`, limit: 10 }),
     );
     if (!('ok' in found)) throw new StripeUnexpectedAnswerError(`search for ${chargeKey}: ${describe(found)}`);
@@ -296,23 +299,50 @@ export class StripePaymentGateway extends PaymentGateway {
     return this.send(key, chargeKey, entry.call);
   }
 
+  /**
+   * The operation under its key. A 5xx answer is stored by Stripe under the
+   * key (replayed for 24 h) even when the money moved before it: a retry
+   * under the key would get the same 5xx all day, and the reaper too. So
+   * on a 5xx the adapter reads what the payment shows - its refunds, or the
+   * PaymentIntent itself, both strongly consistent - and answers what was
+   * done; found nothing: still unavailable, retry (never "nothing happened").
+   */
   private async send(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
+    try {
+      return await this.sendOnce(key, chargeKey, call);
+    } catch (error) {
+      if (!(error instanceof StripeServerError)) throw error;
+      const intentId = call.kind === 'refund' ? String(call.params.payment_intent) : 'intentId' in call ? call.intentId : null;
+      if (!intentId) throw error;
+      const got = await this.call('payment_intents.retrieve', key, () => this.stripe.paymentIntents.retrieve(intentId));
+      if (!('ok' in got)) throw error;
+      const found = await this.operationShownBy(got.ok, key, chargeKey, call);
+      if (!found) throw error;
+      return found;
+    }
+  }
+
+  private async sendOnce(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
     const options = { idempotencyKey: key };
     switch (call.kind) {
       case 'capture': {
-        const answer = await this.call(key, () => this.stripe.paymentIntents.capture(call.intentId, call.params as never, options));
+        const answer = await this.call('payment_intents.capture', key, () =>
+          this.stripe.paymentIntents.capture(call.intentId, call.params as never, options),
+        );
         if ('ok' in answer) return succeeded(key, 'capture', chargeKey, answer.ok.latest_charge, answer.ok, answer.ok.amount_received);
         if ('canceled' in answer) return { outcome: 'canceled' };
         return { outcome: 'refused', reason: authorizationRefusal(answer) };
       }
       case 'void': {
-        const answer = await this.call(key, () => this.stripe.paymentIntents.cancel(call.intentId, call.params as never, options));
+        const answer = await this.call('payment_intents.cancel', key, () =>
+          this.stripe.paymentIntents.cancel(call.intentId, call.params as never, options),
+        );
         if ('ok' in answer) return succeeded(key, 'void', chargeKey, null, answer.ok, answer.ok.amount);
         if ('canceled' in answer) return { outcome: 'canceled' };
         return { outcome: 'refused', reason: authorizationRefusal(answer) };
       }
       case 'refund': {
-        const answer = await this.call(key, () => this.stripe.refunds.create(call.params as never, options));
+        const answer = await this.call('refunds.create', key, () => this.stripe.refunds.create(call.params as never, options));
         if ('ok' in answer) {
           const refund = answer.ok;
           await this.journal.learned(key, refund.id).catch(() => undefined);
@@ -333,15 +363,25 @@ export class StripePaymentGateway extends PaymentGateway {
     const call = entry.call as JournaledCall;
     const intent = await this.findIntent(chargeKey);
     if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    const found = await this.operationShownBy(intent, key, chargeKey, call);
+    if (found) return found;
+    await this.journal.canceled(key);
+    return { outcome: 'canceled' };
+  }
+
+  /**
+   * The operation under `key` as the payment shows it, without its key: a
+   * refund carries our key in its metadata (listed by PaymentIntent,
+   * strongly consistent, unlike search), a capture leaves it in the
+   * PaymentIntent's metadata, a void is the PaymentIntent canceled at our
+   * request. Null: the payment shows no such operation.
+   */
+  private async operationShownBy(intent: Intent, key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult | null> {
     if (call.kind === 'refund') {
-      const listed = await this.call(key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
+      const listed = await this.call('refunds.list', key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
       if (!('ok' in listed)) throw new StripeUnexpectedAnswerError(`refunds of ${intent.id}: ${describe(listed)}`);
       const refund = listed.ok.data.find((candidate) => candidate.metadata?.refund_key === key);
-      if (!refund) {
-        await this.journal.canceled(key);
-        return { outcome: 'canceled' };
-      }
-      return refundOutcome(refund, key, chargeKey);
+      return refund ? refundOutcome(refund, key, chargeKey) : null;
     }
     if (call.kind === 'capture' && intent.status === 'succeeded' && intent.metadata?.capture_key === key) {
       return succeeded(key, 'capture', chargeKey, intent.latest_charge, intent, intent.amount_received);
@@ -349,8 +389,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (call.kind === 'void' && intent.status === 'canceled' && intent.cancellation_reason === 'requested_by_customer') {
       return succeeded(key, 'void', chargeKey, null, intent, intent.amount);
     }
-    await this.journal.canceled(key);
-    return { outcome: 'canceled' };
+    return null;
   }
 
   // --- cancel by key ---------------------------------------------------------
@@ -366,13 +405,18 @@ export class StripePaymentGateway extends PaymentGateway {
    * idempotency_error), which the caller replays for its answer.
    */
   private async cancelAtStripe(key: string): Promise<boolean> {
-    const answer = await this.call(key, () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }), {
-      idempotencyErrorIsAnswer: true,
-    });
+    const answer = await this.call(
+      'payment_intents.create',
+      key,
+      () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }),
+      {
+        idempotencyErrorIsAnswer: true,
+      },
+    );
     if (answer === IDEMPOTENCY_ERROR) return false;
     if (!('ok' in answer)) throw new StripeUnexpectedAnswerError(`tombstone under ${key}: ${describe(answer)}`);
     if (answer.ok.status !== 'canceled') {
-      await this.call(`${key}:tombstone`, () =>
+      await this.call('payment_intents.cancel', `${key}:tombstone`, () =>
         this.stripe.paymentIntents.cancel(answer.ok.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${key}:tombstone` }),
       );
     }
@@ -386,26 +430,43 @@ export class StripePaymentGateway extends PaymentGateway {
 
   // --- one call, every answer mapped ------------------------------------------
 
-  private async call<T>(key: string, send: () => Promise<T>): Promise<Answer<T>>;
+  private async call<T>(operation: StripeOperation, key: string, send: () => Promise<T>): Promise<Answer<T>>;
   private async call<T>(
+    operation: StripeOperation,
     key: string,
     send: () => Promise<T>,
     options: { idempotencyErrorIsAnswer: true },
   ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR>;
   private async call<T>(
+    operation: StripeOperation,
     key: string,
     send: () => Promise<T>,
     options?: { idempotencyErrorIsAnswer: true },
   ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR> {
+    const started = performance.now();
+    const observe = (outcome: StripeOutcome) => this.metrics.observe(operation, outcome, (performance.now() - started) / 1000);
+    let result: T;
     try {
-      return { ok: await send() };
+      result = await send();
     } catch (error) {
+      if (error instanceof Stripe.errors.StripeIdempotencyError) {
+        // Counted once its meaning is known: reconciliation's (its probe, or its tombstone found) or our derivation's.
+        if (options?.idempotencyErrorIsAnswer) {
+          observe('key_reconciled');
+          return IDEMPOTENCY_ERROR;
+        }
+        try {
+          const canceled = await this.misusedOrCanceled(key, error);
+          observe('key_reconciled');
+          return canceled;
+        } catch (misuse) {
+          if (misuse instanceof StripeIdempotencyKeyMisuseError) observe('idempotency_error');
+          throw misuse;
+        }
+      }
+      observe(outcomeOf(error));
       if (!(error instanceof Stripe.errors.StripeError)) throw error;
       if (error instanceof Stripe.errors.StripeCardError) return { card: error };
-      if (error instanceof Stripe.errors.StripeIdempotencyError) {
-        if (options?.idempotencyErrorIsAnswer) return IDEMPOTENCY_ERROR;
-        return this.misusedOrCanceled(key, error);
-      }
       if (isTransient(error)) {
         if ((error.statusCode ?? 0) >= 500) throw new StripeServerError(this.settings.retryAfterSeconds);
         throw new PaymentProviderUnavailableError(this.settings.retryAfterSeconds);
@@ -414,6 +475,8 @@ export class StripePaymentGateway extends PaymentGateway {
       // 401/403: our key or account is wrong - a 500 for us, never a decline stored against the customer.
       throw new StripeUnexpectedAnswerError(`${error.type} ${error.statusCode ?? ''} ${error.code ?? ''}`.trim());
     }
+    observe('ok');
+    return { ok: result };
   }
 
   /**
@@ -423,9 +486,14 @@ export class StripePaymentGateway extends PaymentGateway {
    * different requests - loud, and never retried under another key.
    */
   private async misusedOrCanceled(key: string, error: Stripe.errors.StripeIdempotencyError): Promise<{ canceled: true }> {
-    const probe = await this.call(key, () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }), {
-      idempotencyErrorIsAnswer: true,
-    });
+    const probe = await this.call(
+      'payment_intents.create',
+      key,
+      () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }),
+      {
+        idempotencyErrorIsAnswer: true,
+      },
+    );
     if (probe !== IDEMPOTENCY_ERROR && 'ok' in probe && probe.ok.metadata?.tombstone_for === key) {
       await this.journal.canceled(key);
       return { canceled: true };
@@ -434,6 +502,41 @@ export class StripePaymentGateway extends PaymentGateway {
     this.logger.error(misuse.message);
     throw misuse;
   }
+}
+
+/** The SDK call, as the metrics name it (resource.method). */
+export type StripeOperation =
+  | 'payment_intents.create'
+  | 'payment_intents.retrieve'
+  | 'payment_intents.capture'
+  | 'payment_intents.cancel'
+  | 'payment_intents.search'
+  | 'refunds.create'
+  | 'refunds.list';
+
+/**
+ * What one call to Stripe came back with: ok; declined (card_error);
+ * transient (connection, 5xx, 429, 409 - retried under the same key);
+ * idempotency_error (the key carried another request and it was not
+ * reconciliation's doing: our key derivation is wrong - alerted on);
+ * key_reconciled (Stripe's idempotency_error that reconciliation expects:
+ * its probe found the key in use, or a late request met its tombstone);
+ * invalid (any other 4xx: a refusal such as capturing twice, or a request
+ * we built wrong); error (anything else, e.g. 401: our secret key).
+ */
+export type StripeOutcome = 'ok' | 'declined' | 'transient' | 'idempotency_error' | 'key_reconciled' | 'invalid' | 'error';
+
+/** Where the adapter reports each call (MetricsService's stripe_requests_total and stripe_request_duration_seconds). */
+export interface StripeMetrics {
+  observe(operation: StripeOperation, outcome: StripeOutcome, seconds: number): void;
+}
+
+function outcomeOf(error: unknown): StripeOutcome {
+  if (!(error instanceof Stripe.errors.StripeError)) return 'error';
+  if (error instanceof Stripe.errors.StripeCardError) return 'declined';
+  if (isTransient(error)) return 'transient';
+  if (error instanceof Stripe.errors.StripeInvalidRequestError) return 'invalid';
+  return 'error';
 }
 
 /** Stripe's 400 idempotency_error, when the caller asked for it as an answer (cancelAtStripe). */

@@ -3,10 +3,12 @@ import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import type Stripe from 'stripe';
 import { Clock } from '../common/clock.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { createStripeClient } from './stripe-client.js';
 import { StripePaymentGateway } from './stripe-payment.gateway.js';
 import { StripeProviderStatement } from './stripe-provider-statement.js';
-import { StripeRequestJournal, type JournalEntry } from './stripe-request.journal.js';
+import { journalRetentionSeconds, StripeRequestJournal, type JournalEntry } from './stripe-request.journal.js';
+import { idempotencyConfig, type IdempotencyConfig } from '../config/config.tokens.js';
 import { stripeConfig, type StripeConfig } from '../config/stripe.config.js';
 import type { StripeSettings } from './stripe.settings.js';
 import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
@@ -28,15 +30,24 @@ import { STRIPE_CLIENT, STRIPE_SETTINGS } from './stripe.tokens.js';
     },
     {
       provide: StripeRequestJournal,
-      inject: [getConnectionToken()],
-      useFactory: (connection: Connection) =>
-        new StripeRequestJournal(connection.getClient().db(connection.name).collection<JournalEntry>('stripe_requests')),
+      inject: [getConnectionToken(), STRIPE_SETTINGS, idempotencyConfig.KEY],
+      useFactory: async (connection: Connection, settings: StripeSettings | null, idempotency: IdempotencyConfig) => {
+        const journal = new StripeRequestJournal(connection.getClient().db(connection.name).collection<JournalEntry>('stripe_requests'));
+        // Its retention follows the idempotency settings (journalRetentionSeconds); only where Stripe is the provider.
+        if (settings) await journal.ensureRetention(journalRetentionSeconds(idempotency));
+        return journal;
+      },
     },
     {
       provide: StripePaymentGateway,
-      inject: [STRIPE_CLIENT, StripeRequestJournal, Clock, STRIPE_SETTINGS],
-      useFactory: (stripe: Stripe | null, journal: StripeRequestJournal, clock: Clock, settings: StripeSettings | null) =>
-        stripe && settings ? new StripePaymentGateway(stripe, journal, clock, settings) : null,
+      inject: [STRIPE_CLIENT, StripeRequestJournal, Clock, STRIPE_SETTINGS, MetricsService],
+      useFactory: (
+        stripe: Stripe | null,
+        journal: StripeRequestJournal,
+        clock: Clock,
+        settings: StripeSettings | null,
+        metrics: MetricsService,
+      ) => (stripe && settings ? new StripePaymentGateway(stripe, journal, clock, settings, metrics.stripe) : null),
     },
     {
       provide: StripeProviderStatement,

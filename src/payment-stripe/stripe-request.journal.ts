@@ -30,8 +30,65 @@ export interface JournalEntry {
 
 const MAJORITY = { w: 'majority', j: true } as const;
 
+/** The journal's TTL index (on firstSentAt). */
+export const JOURNAL_TTL_INDEX = 'stripe_requests_ttl';
+
+/** Stripe keeps a key 24 hours; the journal keeps it this much longer again, for a reaper that was down a day. */
+const MARGIN_SECONDS = 24 * 60 * 60;
+
+/**
+ * How long the journal keeps a key - longer than anything can still ask
+ * about it. A missing entry reads as "nothing was ever sent under this key"
+ * (reconciliation binds the key to a tombstone and answers canceled), so an
+ * entry expired too early would turn a charge Stripe made into an order
+ * abandoned with the money taken. Who reads an entry, and until when:
+ *
+ * - the request and its retries, and the reaper (chargeOrCancel,
+ *   operationOrCancel) while the key's idempotency record lives: it is
+ *   written before the entry (so is older), reaped, kept
+ *   IDEMPOTENCY_TTL_SECONDS, and then its key is refused by the idempotency
+ *   tombstone for IDEMPOTENCY_TOMBSTONE_SECONDS - after that no request and
+ *   no reaper can reach the adapter with that key again;
+ * - the journal's own tombstone stops a late sender (a zombie) for as long;
+ * - capture, void, refund and the processing sweep read the PaymentIntent id
+ *   here, and fall back to Stripe's search (consistent long before) when the
+ *   entry is gone - so they need nothing longer.
+ *
+ * Hence: record TTL + idempotency tombstone + a day of margin for a reaper
+ * that was down (a pending record's clock starts when it is finally reaped).
+ */
+export function journalRetentionSeconds(idempotency: { ttlSeconds: number; tombstoneSeconds: number }): number {
+  return idempotency.ttlSeconds + idempotency.tombstoneSeconds + MARGIN_SECONDS;
+}
+
 export class StripeRequestJournal {
   constructor(private readonly entries: Collection<JournalEntry>) {}
+
+  /**
+   * The TTL index on firstSentAt, expiring entries after `seconds`
+   * (journalRetentionSeconds): created at boot, and changed in place
+   * (collMod) when the idempotency settings it follows have changed.
+   */
+  async ensureRetention(seconds: number): Promise<void> {
+    const existing: { name?: string; expireAfterSeconds?: number }[] = await this.entries
+      .listIndexes()
+      .toArray()
+      .catch((error: { code?: number }) => {
+        // NamespaceNotFound: the collection is not there yet.
+        if (error.code === 26) return [];
+        throw error;
+      });
+    const index = existing.find((candidate) => candidate.name === JOURNAL_TTL_INDEX);
+    if (!index) {
+      await this.entries.createIndex({ firstSentAt: 1 }, { name: JOURNAL_TTL_INDEX, expireAfterSeconds: seconds });
+      return;
+    }
+    if (index.expireAfterSeconds === seconds) return;
+    await this.entries.db.command({
+      collMod: this.entries.collectionName,
+      index: { name: JOURNAL_TTL_INDEX, expireAfterSeconds: seconds },
+    });
+  }
 
   /** The entry under the key: this one if it is the first, else the one that was (a tombstone stays a tombstone). */
   async openOrGet(entry: JournalEntry): Promise<JournalEntry> {

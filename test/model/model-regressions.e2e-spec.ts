@@ -8,9 +8,12 @@ import {
   checkMoney,
   CreateCommand,
   MoneyModel,
+  PlantedMismatchCommand,
   RefundCommand,
   RefundCrashCommand,
 } from '../model/money-model.js';
+import type { ControllableStripeGateway } from '../support/stripe-fake/controllable-stripe-gateway.js';
+import { StripeFake, type Fault } from '../support/stripe-fake/stripe-fake.js';
 import { AdvanceClockCommand, CrashCommand, EraseCommand, Model, ReaperCommand, SendCommand, settle } from '../model/protocol-model.js';
 import { SETTINGS, ProtocolSystem } from '../model/system.js';
 
@@ -254,6 +257,102 @@ describe('model-based regressions: money after the charge', () => {
         new CancelCrashCommand(0),
         new RefundCommand(0, 0, 250, 1, false),
         new CancelCommand(0, 0, false),
+      ],
+    ],
+    [
+      // Found on Stripe (issue 35), a fault of the model: a planted mismatch on an order with a refund pending after a 503
+      // was expected as a mismatch, but reconciliation rightly reports it in flight until the reaper's horizon.
+      'a planted mismatch while a refund of the order is pending after a 503: in flight, not a mismatch',
+      [new CreateCommand('automatic', 'tok_visa', 'USD'), new RefundCommand(0, 0, 100, 0, true), new PlantedMismatchCommand(0)],
+    ],
+  ])('%s', async (_, commands) => {
+    await run(commands);
+  });
+});
+
+/** The next outage on `instance` plays this Stripe fault (the one a counterexample was found with). */
+class PinFaultCommand implements fc.AsyncCommand<MoneyModel, ProtocolSystem> {
+  constructor(
+    readonly instance: number,
+    readonly fault: Fault,
+  ) {}
+  check = () => true;
+  async run(_: MoneyModel, system: ProtocolSystem): Promise<void> {
+    (system.instances[this.instance].gateway as ControllableStripeGateway).nextFaults.push(this.fault);
+  }
+  toString = () => `pinFault(i${this.instance}, ${this.fault})`;
+}
+
+/** Counterexamples of the money model on the Stripe adapter (issue 35), each failing on the code before its fix. */
+describe('model-based regressions: money on the Stripe adapter', () => {
+  let system: ProtocolSystem;
+  const fake = new StripeFake();
+  beforeAll(async () => {
+    await fake.start();
+    system = await ProtocolSystem.start('test_model_money_stripe_regressions', { stripe: fake });
+  });
+  beforeEach(async () => system.reset());
+  afterAll(async () => {
+    await system?.close();
+    await fake.stop();
+  });
+
+  const run = async (commands: fc.AsyncCommand<MoneyModel, ProtocolSystem>[]) => {
+    const model = new MoneyModel();
+    await fc.asyncModelRun(
+      () => ({ model, real: system }),
+      checkedAfterEach(commands, (m, r) => checkMoney(m, r, false)),
+    );
+  };
+
+  it.each<[string, fc.AsyncCommand<MoneyModel, ProtocolSystem>[]]>([
+    [
+      // Seed 20261201, path 12:2:2:4:0:3: Stripe stores a 5xx under the key even after the money moved, so the cancel's
+      // refund answered 503 and every replay - the reaper's too - got the same 500 for 24 h: never finished, never
+      // abandoned. The adapter now reads the payment's refunds on a 5xx: the cancel answers refunded at once.
+      "a cancel whose refund met a 5xx after Stripe refunded: the refund found, the cancel's answer refunded",
+      [
+        new CreateCommand('automatic', 'tok_visa', 'USD'),
+        new CreateCommand('automatic', 'tok_visa', 'USD'),
+        new PinFaultCommand(1, 'server_error_after'),
+        new CancelCommand(0, 1, true),
+        new CancelCrashCommand(1),
+      ],
+    ],
+    [
+      // The same 5xx on a refund of its own key, then its retry: one refund at Stripe, never a second under a new key.
+      'a refund that met a 5xx after Stripe refunded, retried under its key: one refund',
+      [
+        new CreateCommand('automatic', 'tok_visa', 'EUR'),
+        new PinFaultCommand(0, 'server_error_after'),
+        new RefundCommand(0, 0, 400, 0, true),
+        new RefundCommand(0, 0, 400, 1, false),
+      ],
+    ],
+    [
+      // A lost answer (twice: the SDK's replay of a closed connection too) after Stripe refunded: 503, the refund
+      // pending; the reaper finishes it from Stripe's stored answer, and the client's retry replays it.
+      'a refund whose answer was lost after Stripe refunded: the reaper finishes it, the retry replays it',
+      [
+        new CreateCommand('automatic', 'tok_visa', 'USD'),
+        new CreateCommand('automatic', 'tok_visa', 'JPY'),
+        new PinFaultCommand(0, 'lose_answer'),
+        new RefundCommand(0, 0, 250, 0, true),
+        new CancelCrashCommand(1),
+        new RefundCommand(0, 0, 250, 1, false),
+      ],
+    ],
+    [
+      // Seed 20261201, path 21:1:1:4:4:3:3:3: the cancel's own refund, its answer lost after Stripe refunded, finished
+      // by the reaper; the cancel repeated answers what the reaper finished.
+      "a cancel whose refund's answer was lost after Stripe refunded: the reaper finishes it, the cancel again",
+      [
+        new CreateCommand('automatic', 'tok_visa', 'USD'),
+        new CreateCommand('automatic', 'tok_visa', 'USD'),
+        new PinFaultCommand(0, 'lose_answer'),
+        new CancelCommand(0, 0, true),
+        new CancelCrashCommand(1),
+        new CancelCommand(0, 1, false),
       ],
     ],
   ])('%s', async (_, commands) => {

@@ -1,11 +1,16 @@
 import type { Type } from '@nestjs/common';
+import type { Db } from 'mongodb';
 import { Clock } from '../../src/common/clock.js';
 import { FaultInjector } from '../../src/common/fault-injector.js';
 import type { FaultPoint } from '../../src/config/configuration.js';
 import { IdempotencyReaper, type ReaperRun } from '@idempotent-orders/nest-idempotency';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
+import { StripePaymentGateway } from '../../src/payment-stripe/stripe-payment.gateway.js';
 import { ControllableGateway, installCrashStandIn, ThrowingFaultInjector } from '../support/controllable-gateway.js';
+import { ControllableStripeGateway, type OutageEffect } from '../support/stripe-fake/controllable-stripe-gateway.js';
+import { exportBooks } from '../support/stripe-fake/provider-books.js';
+import type { StripeFake } from '../support/stripe-fake/stripe-fake.js';
 import { auth, startApp, type TestApp } from '../support/test-app.js';
 
 /** One clock for every instance, moved only by the test. */
@@ -37,9 +42,30 @@ export class ManualClock extends Clock {
   }
 }
 
+/**
+ * The test controls the models use, whichever adapter is behind the port:
+ * the simulator's ControllableGateway or the Stripe adapter's
+ * ControllableStripeGateway (test/support/stripe-fake/).
+ */
+export type ModelGateway = Pick<
+  ControllableGateway,
+  | 'operationCalls'
+  | 'failNextOperations'
+  | 'holdNextOperation'
+  | 'holdNextCharge'
+  | 'cancelHold'
+  | 'failNext'
+  | 'held'
+  | 'releaseAll'
+  | 'reset'
+> & {
+  /** What the last outage did at the provider: on Stripe a fault may lose the answer after the money moved; the simulator's never does. */
+  lastOutage?: OutageEffect | null;
+};
+
 export interface Instance {
   t: TestApp;
-  gateway: ControllableGateway;
+  gateway: ModelGateway;
   faults: ThrowingFaultInjector;
   reaper: IdempotencyReaper;
 }
@@ -74,7 +100,14 @@ export interface SystemOptions {
   redisUrl?: string;
   /** More environment for both apps (the webhook model's secret and processing bound). */
   env?: Record<string, string>;
+  /**
+   * PAYMENT_PROVIDER=stripe: both apps on the Stripe adapter, talking HTTP to
+   * this fake (started by the caller), its outages played as Stripe's faults.
+   */
+  stripe?: StripeFake;
 }
+
+const STRIPE_WEBHOOK_SECRET = 'whsec_model0123456789abcdef';
 
 /**
  * The system under test of the model-based suite: two real AppModules on one
@@ -91,12 +124,26 @@ export class ProtocolSystem {
   private constructor(
     readonly instances: Instance[],
     readonly clock: ManualClock,
+    private readonly dbName: string,
+    private readonly fake: StripeFake | null,
   ) {}
 
   static async start(dbName: string, options: SystemOptions = {}): Promise<ProtocolSystem> {
     const gateway = options.gateway ?? ControllableGateway;
+    const fake = options.stripe ?? null;
     const clock = new ManualClock();
     const instances: Instance[] = [];
+    const stripeEnv: Record<string, string> = fake
+      ? {
+          PAYMENT_PROVIDER: 'stripe',
+          STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
+          STRIPE_WEBHOOK_SECRET,
+          STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+          // No retries of the SDK's own but its one replay of a closed connection: each fault the model plays reaches the adapter.
+          STRIPE_MAX_NETWORK_RETRIES: '0',
+          STRIPE_RETRY_AFTER_SECONDS: '1',
+        }
+      : {};
     for (let i = 0; i < 2; i++) {
       const faults = new ThrowingFaultInjector();
       const t = await startApp({
@@ -109,23 +156,60 @@ export class ProtocolSystem {
           IDEMPOTENCY_RESUME_WINDOW_MS: String(SETTINGS.resumeWindowMs),
           IDEMPOTENCY_TOMBSTONE_SECONDS: String(SETTINGS.tombstoneSeconds),
           ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
+          ...stripeEnv,
           ...options.env,
         },
-        override: (builder) =>
-          builder
-            .overrideProvider(Clock)
-            .useValue(clock)
-            .overrideProvider(PaymentGateway)
-            .useClass(gateway)
-            .overrideProvider(FaultInjector)
-            .useValue(faults),
+        override: (builder) => {
+          const clocked = builder.overrideProvider(Clock).useValue(clock).overrideProvider(FaultInjector).useValue(faults);
+          return fake
+            ? clocked.overrideProvider(PaymentGateway).useFactory({
+                factory: (inner: StripePaymentGateway) => new ControllableStripeGateway(inner, fake),
+                inject: [StripePaymentGateway],
+              })
+            : clocked.overrideProvider(PaymentGateway).useClass(gateway);
+        },
       });
-      const controllable = t.app.get(PaymentGateway) as ControllableGateway;
+      const controllable = t.app.get(PaymentGateway) as ControllableGateway | ControllableStripeGateway;
       // A crash is a crash: the dead worker never gives its lease back.
-      installCrashStandIn(t.app, faults, controllable);
+      installCrashStandIn(t.app, faults, controllable instanceof ControllableGateway ? controllable : undefined);
       instances.push({ t, faults, gateway: controllable, reaper: t.app.get(IdempotencyReaper) });
     }
-    return new ProtocolSystem(instances, clock);
+    return new ProtocolSystem(instances, clock, dbName, fake);
+  }
+
+  /** Which adapter is behind the port. */
+  get provider(): 'simulator' | 'stripe' {
+    return this.fake ? 'stripe' : 'simulator';
+  }
+
+  /** The simulator's own controls (settling asynchronous charges): only with the simulator behind the port. */
+  simulator(instance: number): ControllableGateway {
+    const gateway = this.instances[instance].gateway;
+    if (!(gateway instanceof ControllableGateway)) throw new Error('this model needs the simulator behind the port');
+    return gateway;
+  }
+
+  /**
+   * The provider's books as the invariant checker reads them (`charges`,
+   * `operations`): the simulator's own database, or the Stripe fake's
+   * PaymentIntents and Refunds exported into a scratch one.
+   */
+  async books(): Promise<Db> {
+    if (!this.fake) return this.primary.simulatorDb;
+    const books = this.primary.db.client.db(`${this.dbName}_books`);
+    await exportBooks(this.fake, books);
+    return books;
+  }
+
+  /** What the Stripe fake found off Stripe's published OpenAPI in the adapter's requests or its own answers (taken: each is told once). */
+  providerViolations(): string[] {
+    return this.fake ? this.fake.violations.splice(0).map((violation) => `Stripe OpenAPI: ${violation}`) : [];
+  }
+
+  /** The payment token of a test card by what it does: the simulator's names, or the Stripe test card's (tok_x -> pm_card_x). */
+  paymentToken(card: 'tok_visa' | 'tok_refund_decline'): string {
+    if (!this.fake || card === 'tok_visa') return card;
+    return 'tok_refundFail';
   }
 
   get primary(): TestApp {
@@ -255,6 +339,10 @@ export class ProtocolSystem {
     }
     this.clock.reset();
     await this.primary.reset();
+    if (this.fake) {
+      this.fake.reset();
+      await this.primary.db.collection('stripe_requests').deleteMany({});
+    }
   }
 
   async close(): Promise<void> {

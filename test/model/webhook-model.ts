@@ -130,7 +130,7 @@ export class SettleCommand implements Cmd {
   check = (model: Readonly<WebhookModel>) => model.orders.length > 0;
   async run(model: WebhookModel, system: ProtocolSystem): Promise<void> {
     const order = slotOf(model, this.slot);
-    const status = await system.instances[0].gateway.settleProcessing(order.chargeKey, this.outcome);
+    const status = await system.simulator(0).settleProcessing(order.chargeKey, this.outcome);
     if (order.provider === 'processing') order.provider = this.outcome;
     if (status !== order.provider) throw new Error(`the provider holds ${status}, the model ${order.provider}`);
   }

@@ -38,6 +38,10 @@ export async function exportBooks(fake: StripeFake, books: Db): Promise<void> {
     if (manual && pi.status === 'succeeded' && metadata.capture_key) {
       operations.push(op(metadata.capture_key, 'capture', String(pi.latest_charge), metadata.charge_key, pi.amount_received as number, pi));
     }
+    // A void is a cancel of the authorization on our request (Stripe's cancel takes no metadata: the intent names it).
+    if (manual && pi.status === 'canceled' && pi.cancellation_reason === 'requested_by_customer') {
+      operations.push(op(`void:${String(pi.id)}`, 'void', `${String(pi.id)}:void`, metadata.charge_key, pi.amount as number, pi));
+    }
   }
   for (const refund of fake.refunds.values()) {
     const metadata = refund.metadata as Record<string, string>;

@@ -133,6 +133,17 @@ export class StripeFake {
     this.executeDelayMs = 0;
   }
 
+  /** Whether Stripe holds an answer (or a request executing) under this key now: a replay, not a new request. */
+  holds(key: string): boolean {
+    const stored = this.keys.get(key);
+    return !!stored && this.now() - stored.storedAt < KEY_RETENTION_MS;
+  }
+
+  /** Faults injected and not met yet: dropped. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
   /** The next POST whose path matches gets this fault (once). */
   inject(fault: Fault, match: RegExp = /./): void {
     this.faults.push({ match, fault });
@@ -232,6 +243,8 @@ export class StripeFake {
       return answer(503, errorBody('api_error', 'The service is temporarily unavailable.'));
     const fingerprint = `${method} ${url.pathname} ${canonical(params)}`;
     const fault = this.takeFault(url.pathname);
+    // Stripe down answers 503 to any request, a replay under a known key included: nothing executed, nothing stored.
+    if (fault === 'unavailable') return answer(503, errorBody('api_error', 'The service is temporarily unavailable.'));
     const stored = this.keys.get(key);
     if (stored && this.now() - stored.storedAt < KEY_RETENTION_MS) {
       if (stored.fingerprint !== fingerprint) {
@@ -271,7 +284,6 @@ export class StripeFake {
         ),
       );
     }
-    if (fault === 'unavailable') return answer(503, errorBody('api_error', 'The service is temporarily unavailable.'));
     const entry: StoredAnswer = { fingerprint, storedAt: this.now(), state: 'executing', status: 0, body: null };
     this.keys.set(key, entry);
     if (this.executeDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.executeDelayMs));
