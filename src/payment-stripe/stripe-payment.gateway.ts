@@ -521,7 +521,8 @@ function succeeded(
 
 /** A Stripe refund as the port's outcome: whether it was just made or found again past the key window. */
 function refundOutcome(refund: Stripe.Refund, key: string, chargeKey: string): OperationResult {
-  // Card refunds are `succeeded` at once or `pending` (they then succeed); `failed`/`canceled`: the issuer refused.
+  // `succeeded` or `pending` is booked as done; either can still fail days later (money back on our balance): Stripe then
+  // sends refund.failed, which the inbox books as the refund failing (refunds/refund-failure.ts). `failed`/`canceled` now: refused.
   if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
   return {
     outcome: 'succeeded',

@@ -2,15 +2,16 @@ import { Module } from '@nestjs/common';
 import { webhooksConfig, type WebhooksConfig } from '../config/config.tokens.js';
 import { MongooseModule } from '@nestjs/mongoose';
 import { OrdersModule } from '../orders/orders.module.js';
+import { RefundsModule } from '../refunds/refunds.module.js';
 import { InboxEventRepository } from './inbox-event.repository.js';
 import { InboxEventSchema, INBOX_EVENT_MODEL } from './schemas/inbox-event.schema.js';
 import { WebhookInbox } from './webhook-inbox.service.js';
 import { WebhooksController } from './webhooks.controller.js';
 import { WebhookRefusals } from './webhook-door.js';
 
-/** Provider webhooks: the signed endpoint and the inbox that applies each event once (through orders' AsyncSettlement). */
+/** Provider webhooks: the signed endpoint and the inbox that applies each event once (orders' AsyncSettlement, refunds' RefundFailure). */
 @Module({
-  imports: [MongooseModule.forFeature([{ name: INBOX_EVENT_MODEL, schema: InboxEventSchema }]), OrdersModule],
+  imports: [MongooseModule.forFeature([{ name: INBOX_EVENT_MODEL, schema: InboxEventSchema }]), OrdersModule, RefundsModule],
   controllers: [WebhooksController],
   // One refusal budget per source, shared by the door (app.setup.ts, before the body) and the handler (after it).
   providers: [

@@ -155,6 +155,41 @@ export class StripeFake {
     this.touch(intent);
   }
 
+  /**
+   * A refund that Stripe answered `succeeded` (or `pending`) fails later, as
+   * card refunds can days after (the card was closed, the issuer sent the
+   * money back): the refund becomes `failed` with a failure_reason, the money
+   * returns to the balance (a `refund_failure` balance transaction), and
+   * Stripe sends refund.failed, charge.refund.updated and refund.updated.
+   * Returns those events, in the order emitted.
+   */
+  failRefund(refundId: string, reason = 'expired_or_canceled_card'): FakeEvent[] {
+    const refund = this.refunds.get(refundId);
+    if (!refund || (refund.status !== 'succeeded' && refund.status !== 'pending')) throw new Error(`${refundId} did not succeed`);
+    refund.status = 'failed';
+    refund.failure_reason = reason;
+    this.balanceTransactions.push({
+      id: `txn_${this.id()}`,
+      object: 'balance_transaction',
+      amount: refund.amount,
+      currency: refund.currency,
+      created: Math.floor(this.now() / 1000),
+      fee: 0,
+      net: refund.amount,
+      status: 'available',
+      type: 'refund_failure',
+      reporting_category: 'refund_failure',
+      source: refund.id,
+      _metadata: refund.metadata,
+      _intent: refund.payment_intent,
+    });
+    const from = this.events.length;
+    this.emit('refund.failed', refund);
+    this.emit('charge.refund.updated', refund);
+    this.emit('refund.updated', refund);
+    return this.events.slice(from);
+  }
+
   /** An event's delivery as Stripe sends it: the JSON body and its Stripe-Signature header (the SDK's own test signer). */
   signed(event: FakeEvent, secret = this.webhook?.secret ?? ''): { payload: string; header: string } {
     const payload = JSON.stringify({
