@@ -128,7 +128,9 @@ export class StripePaymentGateway extends PaymentGateway {
     const intent = await this.findIntent(chargeKey);
     if (!intent) return { outcome: 'canceled' };
     let current = intent;
-    if (current.status === 'processing' || current.status === 'requires_action' || current.status === 'requires_confirmation') {
+    // requires_capture: an authorization under a key whose order waits in `processing` (a manual create the reaper found
+    // processing while it waited on the customer): nobody will capture it, so it is released - never still_processing forever.
+    if (['processing', 'requires_action', 'requires_confirmation', 'requires_capture'].includes(current.status)) {
       const canceled = await this.call(chargeKey, () =>
         this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${chargeKey}:expire` }),
       );
@@ -465,6 +467,9 @@ function intentParams(request: ChargeRequest, kind: 'charge' | 'authorize'): Rec
     confirm: true,
     payment_method: paymentMethodFor(request.paymentToken),
     allowed_payment_method_types: ['card'],
+    // This API has no step where the customer could authenticate: a card that needs 3-D Secure is declined by Stripe
+    // (card_error authentication_required) instead of waiting in requires_action for an authentication that never comes.
+    error_on_requires_action: true,
     metadata: { charge_key: request.chargeKey, reference: request.reference },
   };
 }

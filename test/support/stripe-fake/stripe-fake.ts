@@ -31,7 +31,9 @@ import { StripeOpenApiValidator } from './openapi-validator.js';
  *
  * Test cards (Stripe's test PaymentMethods): pm_card_visa succeeds,
  * pm_card_chargeDeclined declines (card_declined), pm_card_refundFail
- * succeeds and its refunds fail. Fake-only: pm_card_async stays
+ * succeeds and its refunds fail, pm_card_threeDSecure2Required needs 3-D
+ * Secure (requires_action; a card_error authentication_required with
+ * error_on_requires_action). Fake-only: pm_card_async stays
  * `processing` until settle() (stands for an asynchronous method);
  * pm_card_unavailable finds Stripe down (503, nothing stored).
  */
@@ -398,6 +400,26 @@ export class StripeFake {
           },
         },
       ];
+    }
+    if (pm === 'pm_card_threeDSecure2Required') {
+      // 3-D Secure required: the customer must authenticate (requires_action), unless the request asked Stripe to fail
+      // instead (error_on_requires_action): then a card_error authentication_required and nothing charged.
+      if (params.error_on_requires_action === 'true') {
+        const error = {
+          type: 'card_error',
+          code: 'authentication_required',
+          decline_code: 'authentication_required',
+          message: 'Your card was declined. This transaction requires authentication.',
+        };
+        intent.status = 'requires_payment_method';
+        intent.last_payment_error = error;
+        this.emit('payment_intent.payment_failed', intent);
+        return [402, { error: { ...error, payment_intent: { ...intent } } }];
+      }
+      intent.status = 'requires_action';
+      intent.next_action = { type: 'use_stripe_sdk', use_stripe_sdk: {} };
+      this.emit('payment_intent.requires_action', intent);
+      return [200, { ...intent }];
     }
     if (pm === 'pm_card_async') {
       intent.status = 'processing';
