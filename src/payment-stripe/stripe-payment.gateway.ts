@@ -190,7 +190,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
     if (this.withinKeyWindow(entry)) {
       if (await this.cancelAtStripe(key)) return { outcome: 'canceled' };
-      return this.send(key, entry.chargeKey!, entry.call);
+      return this.send(key, entry.chargeKey!, entry.call, 'reaper');
     }
     return this.operationPastWindow(entry);
   }
@@ -298,7 +298,35 @@ export class StripePaymentGateway extends PaymentGateway {
     return this.send(key, chargeKey, entry.call);
   }
 
-  private async send(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
+  /**
+   * The operation under its key. A 5xx is stored by Stripe under the key and
+   * replayed for 24 h, even when the money moved before it: the operation is
+   * then looked up on the payment (its refunds list, the intent's state and
+   * our metadata), as past the window. For the reaper, when Stripe REPLAYED
+   * a stored 5xx and the look-up finds nothing, nothing was done and nothing
+   * can be under the key (it is bound to that answer): the key is canceled
+   * instead of blocking the operation until the window ends. Anything else
+   * keeps the 503 (retry).
+   */
+  private async send(
+    key: string,
+    chargeKey: string,
+    call: JournaledCall,
+    caller: 'request' | 'reaper' = 'request',
+  ): Promise<OperationResult> {
+    try {
+      return await this.sendOnce(key, chargeKey, call);
+    } catch (error) {
+      if (!(error instanceof StripeServerError)) throw error;
+      const found = await this.findOperation(key, chargeKey, call);
+      if (found) return found;
+      if (caller !== 'reaper' || !error.replayed) throw error;
+      await this.journal.canceled(key);
+      return { outcome: 'canceled' };
+    }
+  }
+
+  private async sendOnce(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
     const options = { idempotencyKey: key };
     switch (call.kind) {
       case 'capture': {
@@ -331,19 +359,27 @@ export class StripePaymentGateway extends PaymentGateway {
   /** Past the key window a replay would be a new request: read what the payment shows instead. */
   private async operationPastWindow(entry: JournalEntry): Promise<OperationResult> {
     const key = entry._id;
-    const chargeKey = entry.chargeKey!;
-    const call = entry.call as JournaledCall;
+    const found = await this.findOperation(key, entry.chargeKey!, entry.call as JournaledCall);
+    if (found) return found;
+    await this.journal.canceled(key);
+    return { outcome: 'canceled' };
+  }
+
+  /**
+   * What the payment shows of the operation under `key`, by what Stripe
+   * keeps with it (strongly consistent reads, no search): a refund carrying
+   * our refund_key in the intent's refunds list, a capture by the intent's
+   * capture_key, a void by the intent canceled as we cancel. Null: nothing
+   * done under the key; `refused` no_such_payment: no payment to look on.
+   */
+  private async findOperation(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult | null> {
     const intent = await this.findIntent(chargeKey);
     if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
     if (call.kind === 'refund') {
       const listed = await this.call(key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
       if (!('ok' in listed)) throw new StripeUnexpectedAnswerError(`refunds of ${intent.id}: ${describe(listed)}`);
       const refund = listed.ok.data.find((candidate) => candidate.metadata?.refund_key === key);
-      if (!refund) {
-        await this.journal.canceled(key);
-        return { outcome: 'canceled' };
-      }
-      return refundOutcome(refund, key, chargeKey);
+      return refund ? refundOutcome(refund, key, chargeKey) : null;
     }
     if (call.kind === 'capture' && intent.status === 'succeeded' && intent.metadata?.capture_key === key) {
       return succeeded(key, 'capture', chargeKey, intent.latest_charge, intent, intent.amount_received);
@@ -351,8 +387,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (call.kind === 'void' && intent.status === 'canceled' && intent.cancellation_reason === 'requested_by_customer') {
       return succeeded(key, 'void', chargeKey, null, intent, intent.amount);
     }
-    await this.journal.canceled(key);
-    return { outcome: 'canceled' };
+    return null;
   }
 
   // --- cancel by key ---------------------------------------------------------
@@ -409,7 +444,9 @@ export class StripePaymentGateway extends PaymentGateway {
         return this.misusedOrCanceled(key, error);
       }
       if (isTransient(error)) {
-        if ((error.statusCode ?? 0) >= 500) throw new StripeServerError(this.settings.retryAfterSeconds);
+        if ((error.statusCode ?? 0) >= 500) {
+          throw new StripeServerError(this.settings.retryAfterSeconds, error.headers?.['idempotent-replayed'] === 'true');
+        }
         throw new PaymentProviderUnavailableError(this.settings.retryAfterSeconds);
       }
       if (error instanceof Stripe.errors.StripeInvalidRequestError) return { invalid: error };

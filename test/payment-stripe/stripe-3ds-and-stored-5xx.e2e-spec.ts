@@ -4,7 +4,7 @@ import type { Collection } from 'mongodb';
 import { IdempotencyReaper } from '@idempotent-orders/nest-idempotency';
 import type Stripe from 'stripe';
 import { Clock } from '../../src/common/clock.js';
-import { type ChargeRequest } from '../../src/payments/payment-gateway.port.js';
+import { PaymentProviderUnavailableError, type ChargeRequest } from '../../src/payments/payment-gateway.port.js';
 import { createStripeClient } from '../../src/payment-stripe/stripe-client.js';
 import { StripePaymentGateway } from '../../src/payment-stripe/stripe-payment.gateway.js';
 import { StripeRequestJournal, type JournalEntry } from '../../src/payment-stripe/stripe-request.journal.js';
@@ -52,6 +52,7 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
 
   const THREE_DS = 'tok_threeDSecure2Required';
   const newKey = () => `charge:ord_${randomBytes(12).toString('hex')}`;
+  const opKey = (kind: string) => `${kind}:${randomBytes(12).toString('hex')}`;
   const request = (chargeKey: string, paymentToken = 'tok_visa'): ChargeRequest => ({
     chargeKey,
     amountMinor: 2500,
@@ -143,6 +144,56 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
       expect(intentsOf(key).map((pi) => pi.status)).toEqual(['requires_action']);
       expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'canceled' });
       expect(intentsOf(key).map((pi) => pi.status)).toEqual(['canceled']);
+    });
+  });
+
+  describe('a 5xx Stripe stored under an operation key', () => {
+    it('refund: the money moved before the stored 500 - the request and the reaper find the refund on the payment, not 23 h of 503', async () => {
+      const key = newKey();
+      await gateway.charge(request(key));
+      const refundKey = opKey('refund');
+      fake.inject('server_error_after', /^\/v1\/refunds$/);
+      const refund = { refundKey, chargeKey: key, amountMinor: 1000, currency: 'USD' };
+      const first = await gateway.refund(refund);
+      expect(first).toMatchObject({ outcome: 'succeeded', operation: { kind: 'refund', key: refundKey, amountMinor: 1000 } });
+      // Stripe replays the stored 500 under the key from now on: both paths still answer the refund.
+      expect(await gateway.refund(refund)).toEqual(first);
+      expect(await gateway.operationOrCancel(refundKey)).toEqual(first);
+      expect([...fake.refunds.values()].map((r) => r.amount)).toEqual([1000]);
+      expect(fake.requests.filter((r) => r.key === refundKey && r.path === '/v1/refunds').map((r) => r.status)).toEqual([500, 500, 500]);
+    });
+
+    it('refund: a stored 500 with nothing refunded - the request keeps 503, the reaper cancels the key instead of waiting out the window', async () => {
+      const key = newKey();
+      await gateway.charge(request(key));
+      const refundKey = opKey('refund');
+      // Past what was captured: Stripe refunds nothing, and the fault stores a 500 under the key instead of its 400.
+      fake.inject('server_error_after', /^\/v1\/refunds$/);
+      const refund = { refundKey, chargeKey: key, amountMinor: 3000, currency: 'USD' };
+      await expect(gateway.refund(refund)).rejects.toBeInstanceOf(PaymentProviderUnavailableError);
+      expect(await gateway.operationOrCancel(refundKey)).toEqual({ outcome: 'canceled' });
+      expect(await journal.findOne({ _id: refundKey })).toMatchObject({ call: { kind: 'canceled' } });
+      expect(await gateway.refund(refund)).toEqual({ outcome: 'canceled' });
+      expect(fake.refunds.size).toBe(0);
+    });
+
+    it('capture and void: the stored 500 after the money moved is answered from the PaymentIntent', async () => {
+      const captureKey = opKey('capture');
+      const authorized = newKey();
+      await gateway.authorize(request(authorized));
+      fake.inject('server_error_after', /\/capture$/);
+      const captured = await gateway.capture({ captureKey, chargeKey: authorized, amountMinor: 2000 });
+      expect(captured).toMatchObject({ outcome: 'succeeded', operation: { kind: 'capture', key: captureKey, amountMinor: 2000 } });
+      expect(await gateway.operationOrCancel(captureKey)).toEqual(captured);
+
+      const voidKey = opKey('void');
+      const toVoid = newKey();
+      await gateway.authorize(request(toVoid));
+      fake.inject('server_error_after', /\/cancel$/);
+      const voided = await gateway.void({ voidKey, chargeKey: toVoid });
+      expect(voided).toMatchObject({ outcome: 'succeeded', operation: { kind: 'void', key: voidKey, amountMinor: 2500 } });
+      expect(await gateway.operationOrCancel(voidKey)).toEqual(voided);
+      expect(intentsOf(toVoid).map((pi) => pi.status)).toEqual(['canceled']);
     });
   });
 });
