@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Logger } from '@nestjs/common';
 import Stripe from 'stripe';
 import { Clock } from '../common/clock.js';
@@ -208,7 +209,7 @@ export class StripePaymentGateway extends PaymentGateway {
     });
     if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
     if (entry.call.kind !== kind) throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} was used for ${entry.call.kind}`);
-    return this.replayIntent({ ...entry, call });
+    return this.replayIntent({ ...entry, call: journaledByEarlierRelease(entry.call, call) ? entry.call : call });
   }
 
   /** The create of the journaled PaymentIntent under its key: the first answer, whoever asks and however often. */
@@ -509,6 +510,17 @@ function intentParams(request: ChargeRequest, kind: 'charge' | 'authorize'): Rec
     error_on_requires_action: true,
     metadata: { charge_key: request.chargeKey, reference: request.reference },
   };
+}
+
+/**
+ * A charge journaled by the release before `error_on_requires_action`, the
+ * same request otherwise: its retry after the deploy must repeat what was
+ * sent under the key (Stripe refuses other parameters as idempotency_error).
+ */
+function journaledByEarlierRelease(journaled: JournaledCall, current: JournaledCall): boolean {
+  if (!('params' in journaled) || !('params' in current)) return false;
+  if ('error_on_requires_action' in journaled.params) return false;
+  return isDeepStrictEqual({ ...journaled.params, error_on_requires_action: current.params.error_on_requires_action }, current.params);
 }
 
 /** The request reconciliation binds a key to when nothing was sent under it: it moves no money (never confirmed). */

@@ -127,6 +127,32 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
       expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'canceled' });
     });
 
+    it('a charge journaled and sent by the release before error_on_requires_action is replayed as it was sent, not refused as key misuse', async () => {
+      const key = newKey();
+      const before = {
+        amount: 2500,
+        currency: 'usd',
+        capture_method: 'automatic',
+        confirm: true,
+        payment_method: 'pm_card_visa',
+        allowed_payment_method_types: ['card'],
+        metadata: { charge_key: key, reference: key.slice('charge:'.length) },
+      };
+      // The earlier release journaled and sent its request; its answer was lost, and the client retries after the deploy.
+      await journal.insertOne({
+        _id: key,
+        call: { kind: 'charge', params: before },
+        chargeKey: key,
+        firstSentAt: new Date(),
+        objectId: null,
+      });
+      await stripe.paymentIntents.create(before as Stripe.PaymentIntentCreateParams, { idempotencyKey: key });
+      const retried = await gateway.charge(request(key));
+      expect(retried).toMatchObject({ outcome: 'succeeded', charge: { chargeKey: key, amountMinor: 2500 } });
+      expect(moneyUnder(key)).toHaveLength(1);
+      expect(fake.requests.filter((r) => r.key === key).map((r) => r.status)).toEqual([200, 200]);
+    });
+
     it('a PaymentIntent left in requires_action (sent without error_on_requires_action) is canceled by the processing bound', async () => {
       const key = newKey();
       await stripe.paymentIntents.create(
