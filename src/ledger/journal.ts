@@ -59,3 +59,19 @@ export function refundJournal(amountMinor: number): JournalLine[] {
     { account: ACCOUNTS.providerClearing, direction: 'credit', amountMinor },
   ];
 }
+
+/**
+ * A refund the provider failed after it succeeded: the compensation of its
+ * reversal (refundJournal), posted as its own journal - the money came back
+ * through the provider (clearing against receivable) and the sale stands
+ * again (receivable against revenue). Lines are never deleted: the order's
+ * journals still sum to what happened.
+ */
+export function refundFailedJournal(amountMinor: number): JournalLine[] {
+  return [
+    { account: ACCOUNTS.providerClearing, direction: 'debit', amountMinor },
+    { account: ACCOUNTS.receivable, direction: 'credit', amountMinor },
+    { account: ACCOUNTS.receivable, direction: 'debit', amountMinor },
+    { account: ACCOUNTS.revenue, direction: 'credit', amountMinor },
+  ];
+}

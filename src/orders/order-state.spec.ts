@@ -19,6 +19,12 @@ const ALLOWED: [OrderState, OrderState][] = [
   ['captured', 'partially_refunded'],
   ['captured', 'refunded'],
   ['partially_refunded', 'refunded'],
+  // A refund the provider failed after it succeeded gives its amount back (refunds/refund-failure.ts).
+  ['refunded', 'partially_refunded'],
+  ['refunded', 'saved'],
+  ['refunded', 'captured'],
+  ['partially_refunded', 'saved'],
+  ['partially_refunded', 'captured'],
 ];
 
 describe('order state machine', () => {
@@ -32,13 +38,15 @@ describe('order state machine', () => {
   });
 
   it('never fails an order the provider charged or authorized', () => {
-    for (const from of ['charged', 'saved', 'authorized', 'captured', 'partially_refunded'] as const) {
+    for (const from of ['charged', 'saved', 'authorized', 'captured', 'partially_refunded', 'refunded'] as const) {
       expect(canTransition(from, 'failed')).toBe(false);
+      // A refund failing late undoes that refund, never the charge: no way back to before the money moved.
+      for (const before of ['pending', 'processing', 'authorized', 'charged'] as const) expect(canTransition(from, before)).toBe(false);
     }
   });
 
-  it('ends in refunded, voided, expired or failed', () => {
-    expect(ORDER_STATES.filter(isFinal)).toEqual(['refunded', 'voided', 'expired', 'failed']);
+  it('ends in voided, expired or failed; refunded stays open to a refund the provider fails late', () => {
+    expect(ORDER_STATES.filter(isFinal)).toEqual(['voided', 'expired', 'failed']);
   });
 
   it('lets the create workflow drive only pending and charged orders', () => {

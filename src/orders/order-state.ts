@@ -34,11 +34,13 @@ export const ORDER_STATES: readonly OrderState[] = [
  *   pending -> authorized -> captured | voided | expired
  *                                               manual capture (the create's 201 is the authorization)
  *   saved | captured -> partially_refunded -> refunded
- *                                               refunds (a partial refund that leaves money stays partially_refunded)
+ *                                               refunds (a partial refund that leaves money stays partially_refunded);
+ *                                               back again when the provider fails a refund after it succeeded
  *   pending -> failed                           declined, or abandoned with nothing charged
  *
  * `failed` is reached only before the provider took money: once it has
- * charged, an order only moves forward (refunds undo money, never a state).
+ * charged, an order never goes back to before the charge (refunds undo
+ * money; a refund that failed late undoes that refund, never the charge).
  */
 const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
   pending: ['charged', 'processing', 'authorized', 'failed'],
@@ -47,8 +49,9 @@ const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
   charged: ['saved'],
   saved: ['partially_refunded', 'refunded'],
   captured: ['partially_refunded', 'refunded'],
-  partially_refunded: ['refunded'],
-  refunded: [],
+  // Back: a refund the provider failed after it succeeded gives its amount back (refunds/refund-failure.ts).
+  partially_refunded: ['refunded', 'saved', 'captured'],
+  refunded: ['partially_refunded', 'saved', 'captured'],
   voided: [],
   expired: [],
   failed: [],

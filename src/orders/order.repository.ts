@@ -288,6 +288,29 @@ export class OrderRepository {
   }
 
   /**
+   * A refund that had succeeded failed at the provider afterwards: its amount
+   * moves back from refunded to refundable, and the order returns to
+   * partially_refunded, or to where it was before any refund (saved,
+   * captured) once nothing is refunded. Inside the caller's transaction, like applyRefund.
+   */
+  async restoreRefund(session: ClientSession, orderId: string, amountMinor: number, now: Date): Promise<Order> {
+    const order = await this.orders
+      .findOneAndUpdate(
+        { _id: orderId, refundedMinor: { $gte: amountMinor } },
+        { $inc: { refundedMinor: -amountMinor, refundableMinor: amountMinor }, $set: { updatedAt: now } },
+        { session, returnDocument: 'after' },
+      )
+      .lean<Order>()
+      .exec();
+    if (!order) throw new Error(`Order ${orderId} has less than ${amountMinor} refunded: a refund of it cannot have failed`);
+    const unrefunded: OrderState = order.capture === 'manual' ? 'captured' : 'saved';
+    const to: OrderState = order.refundedMinor === 0 ? unrefunded : 'partially_refunded';
+    if (order.state === to) return order;
+    await this.transition(session, order, to, now, {});
+    return { ...order, state: to, stateHistory: { ...order.stateHistory, [to]: now } };
+  }
+
+  /**
    * `fencedBy`: the record whose lease this write runs under, when it is not
    * the create's (capture, void); `guard`: what else the order must match (its pendingAction).
    */

@@ -69,7 +69,7 @@ export interface Order {
   /** Token of the payment method; kept until the order is final, then removed. */
   paymentToken: string | null;
   state: OrderState;
-  /** When each state was entered; the machine is acyclic, so one time per state. */
+  /** When each state was last entered (a refund that failed late can take an order back to a state it was in). */
   stateHistory: Partial<Record<OrderState, Date>>;
   failureReason: string | null;
   paymentId: string | null;

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Logger } from '@nestjs/common';
 import Stripe from 'stripe';
 import { Clock } from '../common/clock.js';
@@ -129,7 +130,9 @@ export class StripePaymentGateway extends PaymentGateway {
     const intent = await this.findIntent(chargeKey);
     if (!intent) return { outcome: 'canceled' };
     let current = intent;
-    if (current.status === 'processing' || current.status === 'requires_action' || current.status === 'requires_confirmation') {
+    // requires_capture: an authorization under a key whose order waits in `processing` (a manual create the reaper found
+    // processing while it waited on the customer): nobody will capture it, so it is released - never still_processing forever.
+    if (['processing', 'requires_action', 'requires_confirmation', 'requires_capture'].includes(current.status)) {
       const canceled = await this.call('payment_intents.cancel', chargeKey, () =>
         this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${chargeKey}:expire` }),
       );
@@ -189,7 +192,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
     if (this.withinKeyWindow(entry)) {
       if (await this.cancelAtStripe(key)) return { outcome: 'canceled' };
-      return this.send(key, entry.chargeKey!, entry.call);
+      return this.send(key, entry.chargeKey!, entry.call, 'reaper');
     }
     return this.operationPastWindow(entry);
   }
@@ -207,7 +210,7 @@ export class StripePaymentGateway extends PaymentGateway {
     });
     if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
     if (entry.call.kind !== kind) throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} was used for ${entry.call.kind}`);
-    return this.replayIntent({ ...entry, call });
+    return this.replayIntent({ ...entry, call: journaledByEarlierRelease(entry.call, call) ? entry.call : call });
   }
 
   /** The create of the journaled PaymentIntent under its key: the first answer, whoever asks and however often. */
@@ -300,25 +303,30 @@ export class StripePaymentGateway extends PaymentGateway {
   }
 
   /**
-   * The operation under its key. A 5xx answer is stored by Stripe under the
-   * key (replayed for 24 h) even when the money moved before it: a retry
-   * under the key would get the same 5xx all day, and the reaper too. So
-   * on a 5xx the adapter reads what the payment shows - its refunds, or the
-   * PaymentIntent itself, both strongly consistent - and answers what was
-   * done; found nothing: still unavailable, retry (never "nothing happened").
+   * The operation under its key. A 5xx is stored by Stripe under the key and
+   * replayed for 24 h, even when the money moved before it: the operation is
+   * then looked up on the payment (its refunds list, the intent's state and
+   * our metadata), as past the window. For the reaper, when Stripe REPLAYED
+   * a stored 5xx and the look-up finds nothing, nothing was done and nothing
+   * can be under the key (it is bound to that answer): the key is canceled
+   * instead of blocking the operation until the window ends. Anything else
+   * keeps the 503 (retry).
    */
-  private async send(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult> {
+  private async send(
+    key: string,
+    chargeKey: string,
+    call: JournaledCall,
+    caller: 'request' | 'reaper' = 'request',
+  ): Promise<OperationResult> {
     try {
       return await this.sendOnce(key, chargeKey, call);
     } catch (error) {
       if (!(error instanceof StripeServerError)) throw error;
-      const intentId = call.kind === 'refund' ? String(call.params.payment_intent) : 'intentId' in call ? call.intentId : null;
-      if (!intentId) throw error;
-      const got = await this.call('payment_intents.retrieve', key, () => this.stripe.paymentIntents.retrieve(intentId));
-      if (!('ok' in got)) throw error;
-      const found = await this.operationShownBy(got.ok, key, chargeKey, call);
-      if (!found) throw error;
-      return found;
+      const found = await this.findOperation(key, chargeKey, call);
+      if (found) return found;
+      if (caller !== 'reaper' || !error.replayed) throw error;
+      await this.journal.canceled(key);
+      return { outcome: 'canceled' };
     }
   }
 
@@ -359,14 +367,23 @@ export class StripePaymentGateway extends PaymentGateway {
   /** Past the key window a replay would be a new request: read what the payment shows instead. */
   private async operationPastWindow(entry: JournalEntry): Promise<OperationResult> {
     const key = entry._id;
-    const chargeKey = entry.chargeKey!;
-    const call = entry.call as JournaledCall;
-    const intent = await this.findIntent(chargeKey);
-    if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
-    const found = await this.operationShownBy(intent, key, chargeKey, call);
+    const found = await this.findOperation(key, entry.chargeKey!, entry.call as JournaledCall);
     if (found) return found;
     await this.journal.canceled(key);
     return { outcome: 'canceled' };
+  }
+
+  /**
+   * What the payment shows of the operation under `key`, by what Stripe
+   * keeps with it (strongly consistent reads, no search): a refund carrying
+   * our refund_key in the intent's refunds list, a capture by the intent's
+   * capture_key, a void by the intent canceled as we cancel. Null: nothing
+   * done under the key; `refused` no_such_payment: no payment to look on.
+   */
+  private async findOperation(key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult | null> {
+    const intent = await this.findIntent(chargeKey);
+    if (!intent) return { outcome: 'refused', reason: 'no_such_payment' };
+    return this.operationShownBy(intent, key, chargeKey, call);
   }
 
   /**
@@ -468,7 +485,9 @@ export class StripePaymentGateway extends PaymentGateway {
       if (!(error instanceof Stripe.errors.StripeError)) throw error;
       if (error instanceof Stripe.errors.StripeCardError) return { card: error };
       if (isTransient(error)) {
-        if ((error.statusCode ?? 0) >= 500) throw new StripeServerError(this.settings.retryAfterSeconds);
+        if ((error.statusCode ?? 0) >= 500) {
+          throw new StripeServerError(this.settings.retryAfterSeconds, error.headers?.['idempotent-replayed'] === 'true');
+        }
         throw new PaymentProviderUnavailableError(this.settings.retryAfterSeconds);
       }
       if (error instanceof Stripe.errors.StripeInvalidRequestError) return { invalid: error };
@@ -568,8 +587,22 @@ function intentParams(request: ChargeRequest, kind: 'charge' | 'authorize'): Rec
     confirm: true,
     payment_method: paymentMethodFor(request.paymentToken),
     allowed_payment_method_types: ['card'],
+    // This API has no step where the customer could authenticate: a card that needs 3-D Secure is declined by Stripe
+    // (card_error authentication_required) instead of waiting in requires_action for an authentication that never comes.
+    error_on_requires_action: true,
     metadata: { charge_key: request.chargeKey, reference: request.reference },
   };
+}
+
+/**
+ * A charge journaled by the release before `error_on_requires_action`, the
+ * same request otherwise: its retry after the deploy must repeat what was
+ * sent under the key (Stripe refuses other parameters as idempotency_error).
+ */
+function journaledByEarlierRelease(journaled: JournaledCall, current: JournaledCall): boolean {
+  if (!('params' in journaled) || !('params' in current)) return false;
+  if ('error_on_requires_action' in journaled.params) return false;
+  return isDeepStrictEqual({ ...journaled.params, error_on_requires_action: current.params.error_on_requires_action }, current.params);
 }
 
 /** The request reconciliation binds a key to when nothing was sent under it: it moves no money (never confirmed). */
@@ -624,7 +657,8 @@ function succeeded(
 
 /** A Stripe refund as the port's outcome: whether it was just made or found again past the key window. */
 function refundOutcome(refund: Stripe.Refund, key: string, chargeKey: string): OperationResult {
-  // Card refunds are `succeeded` at once or `pending` (they then succeed); `failed`/`canceled`: the issuer refused.
+  // `succeeded` or `pending` is booked as done; either can still fail days later (money back on our balance): Stripe then
+  // sends refund.failed, which the inbox books as the refund failing (refunds/refund-failure.ts). `failed`/`canceled` now: refused.
   if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
   return {
     outcome: 'succeeded',

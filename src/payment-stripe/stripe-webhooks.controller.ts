@@ -48,7 +48,8 @@ export class StripeWebhooksController {
     summary: 'Stripe events (PAYMENT_PROVIDER=stripe), applied exactly once',
     description:
       'Signed by Stripe (Stripe-Signature, HMAC-SHA256 of `t.body` with the endpoint secret). payment_intent.processing, .succeeded and ' +
-      '.payment_failed move orders; every other type is recorded and acknowledged. 2xx: recorded, do not deliver again.',
+      '.payment_failed move orders; refund.failed (and refund.updated / charge.refund.updated with status failed) fails a refund that ' +
+      'had succeeded and gives its amount back to the order; every other type is recorded and acknowledged. 2xx: recorded, do not deliver again.',
   })
   @ApiHeader({ name: 'stripe-signature', required: true, description: '`t=<unix seconds>,v1=<hex HMAC-SHA256>`' })
   @ApiOkResponse({ type: WebhookReceiptResponse })

@@ -32,4 +32,12 @@ export class StripeUnexpectedAnswerError extends Error {
  * hours, even when the money moved before it: the adapter then looks the
  * PaymentIntent up by its metadata instead of replaying.
  */
-export class StripeServerError extends PaymentProviderUnavailableError {}
+export class StripeServerError extends PaymentProviderUnavailableError {
+  constructor(
+    retryAfterSeconds: number,
+    /** Stripe answered from its store (`Idempotent-Replayed: true`): the key's request ended in this 5xx, and nothing more runs under it. */
+    readonly replayed = false,
+  ) {
+    super(retryAfterSeconds);
+  }
+}

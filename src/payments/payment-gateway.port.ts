@@ -156,6 +156,15 @@ export abstract class PaymentGateway {
   abstract processingOrCancel(chargeKey: string): Promise<AsyncChargeResult>;
   abstract capture(request: CaptureRequest): Promise<OperationResult>;
   abstract void(request: VoidRequest): Promise<OperationResult>;
+  /**
+   * `succeeded` is booked as done, yet a provider may fail a refund after
+   * answering so (Stripe: a card refund `succeeded` or `pending` fails days
+   * later, the money back with the merchant). That comes as a provider event,
+   * not an answer of this port: `refund.failed` into the webhook inbox
+   * (webhooks/payment-event.ts), named by the refund key, which the inbox
+   * books (refunds/refund-failure.ts). The simulator's refunds are final at
+   * once: it never sends one.
+   */
   abstract refund(request: RefundRequest): Promise<OperationResult>;
   /** For the reaper: the capture, void or refund made under this key, or cancel the key. */
   abstract operationOrCancel(key: string): Promise<OperationResult>;

@@ -47,6 +47,21 @@ export class RefundRepository {
     return this.leavePending(session, refund, 'failed', now, { failureReason: reason });
   }
 
+  /** The refund under our provider key, read in the caller's transaction (a provider event names it by the key). */
+  findByProviderKey(session: ClientSession, providerKey: string): Promise<Refund | null> {
+    return this.refunds.findOne({ providerKey }).session(session).lean<Refund>().exec();
+  }
+
+  /** A succeeded refund the provider failed later; false when it was not `succeeded` any more (another event got there first). */
+  async markFailedAfterSuccess(session: ClientSession, refund: Refund, reason: RefundFailure, now: Date): Promise<boolean> {
+    const result = await this.refunds.updateOne(
+      { _id: refund._id, state: 'succeeded' },
+      { $set: { state: 'failed', failureReason: reason, 'stateHistory.failed': now, updatedAt: now } },
+      { session },
+    );
+    return result.matchedCount === 1;
+  }
+
   private async leavePending(
     session: ClientSession,
     refund: Refund,

@@ -15,13 +15,16 @@ export const CLIENT_REFUND_REASONS: readonly RefundReason[] = ['requested_by_cus
  * Why a refund failed: the provider's refusal (stored and replayed under
  * the key), or `abandoned` - the reaper found nothing done under its
  * provider key and canceled it (nothing stored; a retry of the key is a new
- * refund with a new provider key).
+ * refund with a new provider key) - or `failed_at_provider`: the provider
+ * answered succeeded, then failed the refund later (refund-failure.ts; the
+ * key's stored 201 stays as it was answered, the refund reads failed).
  */
 export const REFUND_FAILURE = {
   declined: 'declined',
   exceedsCaptured: 'exceeds_captured',
   noSuchPayment: 'no_such_payment',
   abandoned: 'abandoned',
+  failedAtProvider: 'failed_at_provider',
 } as const;
 
 export type RefundFailure = (typeof REFUND_FAILURE)[keyof typeof REFUND_FAILURE];

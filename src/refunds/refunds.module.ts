@@ -5,6 +5,7 @@ import { LedgerModule } from '../ledger/ledger.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { PaymentsModule } from '../payments/payments.module.js';
+import { RefundFailure } from './refund-failure.js';
 import { RefundWorkflow } from './refund-workflow.js';
 import { RefundRepository } from './refund.repository.js';
 import { RefundsController } from './refunds.controller.js';
@@ -20,8 +21,8 @@ import { RefundSchema, REFUND_MODEL } from './schemas/refund.schema.js';
     OutboxModule,
   ],
   controllers: [RefundsController],
-  providers: [RefundRepository, RefundWorkflow, RefundsService],
-  exports: [RefundsService],
+  providers: [RefundRepository, RefundWorkflow, RefundsService, RefundFailure],
+  exports: [RefundsService, RefundFailure],
 })
 export class RefundsModule implements OnModuleInit {
   constructor(

@@ -17,6 +17,28 @@ export interface PaymentEvent {
   occurredAt: Date;
   /** Null for a type the service does not know (its data is not read). */
   charge: ChargeEventData | null;
+  /** `refund.failed` only (REFUND_FAILED_EVENT): the refund the provider failed after it had succeeded. */
+  refund?: RefundEventData | null;
+}
+
+/**
+ * A refund the provider reported done that failed afterwards (a card
+ * refund can: the card was closed, the issuer sent the money back). The
+ * money is back with the merchant, so it moves our books
+ * (refunds/refund-failure.ts). Named by our refund key, which the provider
+ * keeps with the refund.
+ */
+export const REFUND_FAILED_EVENT = 'refund.failed';
+
+export interface RefundEventData {
+  /** Our provider key of the refund (`refund:re_<24 hex>`). */
+  refundKey: string;
+  /** The provider's id of the refund. */
+  providerRefundId: string;
+  amountMinor: number;
+  currency: string;
+  /** The provider's reason (e.g. expired_or_canceled_card); recorded, never shown as ours. */
+  failureReason: string;
 }
 
 export interface ChargeEventData {
@@ -31,6 +53,8 @@ export interface ChargeEventData {
 
 const CHARGE_KEY = /^charge:ord_[0-9a-f]{24}$/;
 const CHARGE_ID = /^ch_[A-Za-z0-9]{1,64}$/;
+const REFUND_KEY = /^refund:re_[0-9a-f]{24}$/;
+const PROVIDER_ID = /^[A-Za-z0-9_]{1,64}$/;
 const TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 const REASON = /^[a-z][a-z0-9_]{0,63}$/;
 
@@ -46,6 +70,9 @@ export function readPaymentEvent(id: string, document: unknown): PaymentEvent {
   }
   const occurredAt = typeof body.timestamp === 'string' ? new Date(body.timestamp) : new Date(Number.NaN);
   if (Number.isNaN(occurredAt.getTime())) throw new WebhookEventInvalidError('`timestamp` must be an ISO 8601 date-time');
+  if (body.type === REFUND_FAILED_EVENT) {
+    return { id, type: body.type, occurredAt, charge: null, refund: readRefund(asObject(body.data, '`data` must be an object')) };
+  }
   if (!isPaymentEventType(body.type)) return { id, type: body.type, occurredAt, charge: null };
   return { id, type: body.type, occurredAt, charge: readCharge(body.type, asObject(body.data, '`data` must be an object')) };
 }
@@ -74,6 +101,23 @@ function readCharge(type: PaymentEventType, data: Record<string, unknown>): Char
     sequence: sequence as number,
     failureReason: (reason as string | null) ?? null,
   };
+}
+
+function readRefund(data: Record<string, unknown>): RefundEventData {
+  const { refundKey, providerRefundId, amountMinor, currency, failureReason } = data;
+  if (typeof refundKey !== 'string' || !REFUND_KEY.test(refundKey))
+    throw new WebhookEventInvalidError('`data.refundKey` is not a refund key');
+  if (typeof providerRefundId !== 'string' || !PROVIDER_ID.test(providerRefundId)) {
+    throw new WebhookEventInvalidError('`data.providerRefundId` is not a refund id');
+  }
+  if (!Number.isSafeInteger(amountMinor) || (amountMinor as number) <= 0) {
+    throw new WebhookEventInvalidError('`data.amountMinor` must be a positive integer');
+  }
+  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new WebhookEventInvalidError('`data.currency` must be ISO 4217');
+  if (typeof failureReason !== 'string' || !REASON.test(failureReason)) {
+    throw new WebhookEventInvalidError('`data.failureReason` is required on refund.failed');
+  }
+  return { refundKey, providerRefundId, amountMinor: amountMinor as number, currency, failureReason };
 }
 
 function asObject(value: unknown, message: string): Record<string, unknown> {

@@ -5,9 +5,10 @@ import { Clock } from '../common/clock.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { AsyncSettlement, type ProviderOutcome } from '../async-payments/async-settlement.js';
 import { FAILURE } from '../orders/order.js';
+import { RefundFailure } from '../refunds/refund-failure.js';
 import type { InboxEvent, InboxOutcome } from './inbox-event.js';
 import { EventAlreadyReceivedError, InboxEventRepository } from './inbox-event.repository.js';
-import type { PaymentEvent } from './payment-event.js';
+import { REFUND_FAILED_EVENT, type PaymentEvent, type RefundEventData } from './payment-event.js';
 import { WebhookNotReadyError } from './webhooks.errors.js';
 
 /** What the inbox did with one delivery (the webhook's 200 body). */
@@ -43,6 +44,7 @@ export class WebhookInbox {
     private readonly transactions: TransactionRunner,
     private readonly clock: Clock,
     private readonly metrics: MetricsService,
+    private readonly refundFailure: RefundFailure,
   ) {}
 
   async receive(event: PaymentEvent): Promise<InboxReceipt> {
@@ -51,6 +53,7 @@ export class WebhookInbox {
     try {
       const receipt = await this.transactions.run((session) => this.record(session, event));
       this.metrics.webhookEvents.inc({ type: metricType(event.type), outcome: receipt.outcome });
+      if (event.refund && receipt.outcome === 'applied') this.refundFailure.counted();
       return receipt;
     } catch (error) {
       if (!(error instanceof EventAlreadyReceivedError)) throw error;
@@ -74,6 +77,7 @@ export class WebhookInbox {
       orderId: null,
       tenant: null,
     };
+    if (event.refund) return this.recordRefundFailure(session, event.refund, row, now);
     if (!event.charge) {
       await this.events.insert(session, row);
       return receiptOf(row, false);
@@ -94,6 +98,24 @@ export class WebhookInbox {
     // The inbox row first: a concurrent copy of this event aborts here, before any effect.
     await this.events.insert(session, row);
     await this.settlement.apply(session, plan, now);
+    return receiptOf(row, false);
+  }
+
+  /** A refund the provider failed after it succeeded (refunds/refund-failure.ts): the same inbox-row-first protocol. */
+  private async recordRefundFailure(session: ClientSession, failure: RefundEventData, row: InboxEvent, now: Date): Promise<InboxReceipt> {
+    const plan = await this.refundFailure.plan(session, failure);
+    if (plan.action === 'not_ready') throw new WebhookNotReadyError(NOT_READY_RETRY_AFTER_SECONDS);
+    row.orderId = plan.refund?.orderId ?? null;
+    row.tenant = plan.refund?.tenant ?? null;
+    if (plan.action === 'ignore') {
+      row.outcome = 'ignored';
+      row.reason = plan.reason;
+      await this.events.insert(session, row);
+      return receiptOf(row, false);
+    }
+    row.outcome = 'applied';
+    await this.events.insert(session, row);
+    await this.refundFailure.apply(session, plan.refund, now);
     return receiptOf(row, false);
   }
 
@@ -129,7 +151,7 @@ function outcomeOf(event: PaymentEvent): ProviderOutcome {
 
 /** Known types by name; any other is one label value, so a provider cannot grow the series. */
 function metricType(type: string): string {
-  return ['charge.processing', 'charge.succeeded', 'charge.failed'].includes(type) ? type : 'other';
+  return ['charge.processing', 'charge.succeeded', 'charge.failed', REFUND_FAILED_EVENT].includes(type) ? type : 'other';
 }
 
 function receiptOf(row: InboxEvent, duplicate: boolean): InboxReceipt {

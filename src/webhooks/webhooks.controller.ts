@@ -61,7 +61,9 @@ export class WebhooksController {
         type: {
           type: 'string',
           example: 'charge.succeeded',
-          description: 'charge.processing, charge.succeeded, charge.failed; others are recorded only',
+          description:
+            'charge.processing, charge.succeeded, charge.failed; refund.failed (a refund the provider answered succeeded failed since); ' +
+            'others are recorded only',
         },
         timestamp: { type: 'string', format: 'date-time' },
         data: {
@@ -72,7 +74,9 @@ export class WebhooksController {
             amountMinor: { type: 'integer', minimum: 1 },
             currency: { type: 'string', pattern: '^[A-Z]{3}$' },
             sequence: { type: 'integer', minimum: 1, description: "The charge's own event counter at the provider" },
-            failureReason: { type: 'string', description: 'charge.failed only' },
+            failureReason: { type: 'string', description: 'charge.failed and refund.failed' },
+            refundKey: { type: 'string', example: 'refund:re_65f1c2a9b7e4d3f2a1b0c9d8', description: 'refund.failed only' },
+            providerRefundId: { type: 'string', description: 'refund.failed only' },
           },
         },
       },

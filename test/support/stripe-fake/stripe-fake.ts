@@ -31,7 +31,9 @@ import { StripeOpenApiValidator } from './openapi-validator.js';
  *
  * Test cards (Stripe's test PaymentMethods): pm_card_visa succeeds,
  * pm_card_chargeDeclined declines (card_declined), pm_card_refundFail
- * succeeds and its refunds fail. Fake-only: pm_card_async stays
+ * succeeds and its refunds fail, pm_card_threeDSecure2Required needs 3-D
+ * Secure (requires_action; a card_error authentication_required with
+ * error_on_requires_action). Fake-only: pm_card_async stays
  * `processing` until settle() (stands for an asynchronous method);
  * pm_card_unavailable finds Stripe down (503, nothing stored).
  */
@@ -164,6 +166,41 @@ export class StripeFake {
       this.emit('payment_intent.payment_failed', intent);
     }
     this.touch(intent);
+  }
+
+  /**
+   * A refund that Stripe answered `succeeded` (or `pending`) fails later, as
+   * card refunds can days after (the card was closed, the issuer sent the
+   * money back): the refund becomes `failed` with a failure_reason, the money
+   * returns to the balance (a `refund_failure` balance transaction), and
+   * Stripe sends refund.failed, charge.refund.updated and refund.updated.
+   * Returns those events, in the order emitted.
+   */
+  failRefund(refundId: string, reason = 'expired_or_canceled_card'): FakeEvent[] {
+    const refund = this.refunds.get(refundId);
+    if (!refund || (refund.status !== 'succeeded' && refund.status !== 'pending')) throw new Error(`${refundId} did not succeed`);
+    refund.status = 'failed';
+    refund.failure_reason = reason;
+    this.balanceTransactions.push({
+      id: `txn_${this.id()}`,
+      object: 'balance_transaction',
+      amount: refund.amount,
+      currency: refund.currency,
+      created: Math.floor(this.now() / 1000),
+      fee: 0,
+      net: refund.amount,
+      status: 'available',
+      type: 'refund_failure',
+      reporting_category: 'refund_failure',
+      source: refund.id,
+      _metadata: refund.metadata,
+      _intent: refund.payment_intent,
+    });
+    const from = this.events.length;
+    this.emit('refund.failed', refund);
+    this.emit('charge.refund.updated', refund);
+    this.emit('refund.updated', refund);
+    return this.events.slice(from);
   }
 
   /** An event's delivery as Stripe sends it: the JSON body and its Stripe-Signature header (the SDK's own test signer). */
@@ -375,6 +412,26 @@ export class StripeFake {
           },
         },
       ];
+    }
+    if (pm === 'pm_card_threeDSecure2Required') {
+      // 3-D Secure required: the customer must authenticate (requires_action), unless the request asked Stripe to fail
+      // instead (error_on_requires_action): then a card_error authentication_required and nothing charged.
+      if (params.error_on_requires_action === 'true') {
+        const error = {
+          type: 'card_error',
+          code: 'authentication_required',
+          decline_code: 'authentication_required',
+          message: 'Your card was declined. This transaction requires authentication.',
+        };
+        intent.status = 'requires_payment_method';
+        intent.last_payment_error = error;
+        this.emit('payment_intent.payment_failed', intent);
+        return [402, { error: { ...error, payment_intent: { ...intent } } }];
+      }
+      intent.status = 'requires_action';
+      intent.next_action = { type: 'use_stripe_sdk', use_stripe_sdk: {} };
+      this.emit('payment_intent.requires_action', intent);
+      return [200, { ...intent }];
     }
     if (pm === 'pm_card_async') {
       intent.status = 'processing';
