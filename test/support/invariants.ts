@@ -258,7 +258,10 @@ function perOrder(store: Store, input: InvariantInput): string[] {
     const charge = chargeByOrder.get(order._id);
     const payments = paymentsByOrder.get(order._id) ?? [];
     const entries = entriesByOrder.get(order._id) ?? [];
-    const sales = [...groupBy(entries, (entry) => entry.journalId).values()].filter(isSale);
+    // A compensation (`jrn_<refund>_failed`) credits revenue too, but it is no sale: it undoes a refund's reversal.
+    const sales = [...groupBy(entries, (entry) => entry.journalId).values()].filter(
+      (journal) => isSale(journal) && !journal[0].journalId.endsWith('_failed'),
+    );
     const events = eventsByOrder.get(order._id) ?? [];
     const where = `order ${order._id}`;
     if (order.state === 'failed') {
@@ -351,7 +354,22 @@ function afterTheCharge(store: Store): string[] {
     const succeeded = refunds.filter((refund) => refund.state === 'succeeded');
     const inFlight = refunds.filter((refund) => refund.state === 'pending');
     const journals = [...groupBy(entriesByOrder.get(order._id) ?? [], (entry) => entry.journalId).values()];
-    const reversals = journals.filter((journal) => !isSale(journal));
+    // A refund the provider failed after it succeeded (refund-failure.ts): its reversal and the compensation
+    // `jrn_<refund>_failed` net to nothing - both set aside, each checked against the other.
+    const failedLate = new Set(
+      refunds.filter((refund) => refund.failureReason === 'failed_at_provider').map((refund) => `jrn_${refund._id}`),
+    );
+    const netted = journals.filter((journal) => failedLate.has(journal[0].journalId.replace(/_failed$/, '')));
+    for (const refundJournalId of failedLate) {
+      const pair = netted.filter((journal) => journal[0].journalId.replace(/_failed$/, '') === refundJournalId);
+      const byAccount = groupBy(pair.flat(), (entry) => entry.account);
+      const net = [...byAccount.values()].map((entries) =>
+        entries.reduce((total, entry) => total + (entry.direction === 'debit' ? entry.amountMinor : -entry.amountMinor), 0),
+      );
+      if (pair.length !== 2 || net.some((amount) => amount !== 0))
+        violations.push(`${where}: ${refundJournalId} failed at the provider, its reversal and compensation do not net to zero`);
+    }
+    const reversals = journals.filter((journal) => !isSale(journal) && !netted.includes(journal));
     const sum = (items: { amountMinor: number }[]) => items.reduce((total, item) => total + item.amountMinor, 0);
     const reversed = reversals.map((journal) => journal.find((entry) => entry.account === ACCOUNTS.revenue)?.amountMinor ?? 0);
     const refunded = order.refundedMinor ?? 0;
