@@ -78,7 +78,9 @@ describe('the guidance table', () => {
       }
     };
     walk(join(process.cwd(), 'src'));
-    expect(sideEffectImports).toEqual([]);
+    // The one import kept for its effect: main.ts refuses an old Node before any other module is evaluated.
+    const nodeCheck = `${join(process.cwd(), 'src', 'main.ts')}: ./node-version.js`;
+    expect(sideEffectImports.filter((found) => found !== nodeCheck)).toEqual([]);
   });
 
   it('gives every code of the tables and of the sources its three fields, consistently', () => {
