@@ -17,12 +17,8 @@ import {
 /** The provider calls after a charge that a test can count, fail or hold (one latch per kind). */
 export type OperationCall = 'authorize' | 'capture' | 'void' | 'refund';
 
-interface OperationLatch {
-  phase: 'before' | 'after';
-  reached: (key: string) => void;
-  release: Promise<void>;
-}
 import { SimulatedPaymentGateway } from '../../src/payment-simulator/simulated-payment.gateway.js';
+import { holdAt, type Latch } from './latch.js';
 
 export class SimulatedCrash extends Error {
   constructor(where = 'after the provider charged') {
@@ -54,7 +50,7 @@ export class ControllableGateway extends SimulatedPaymentGateway {
   operationLookups = 0;
   private readonly operationOutages: Record<OperationCall, number> = { authorize: 0, capture: 0, void: 0, refund: 0 };
   private readonly operationCrashes: Record<OperationCall, number> = { authorize: 0, capture: 0, void: 0, refund: 0 };
-  private readonly operationLatches = new Map<OperationCall, OperationLatch>();
+  private readonly operationLatches = new Map<OperationCall, Latch>();
 
   reset(): void {
     this.calls = 0;
@@ -134,16 +130,8 @@ export class ControllableGateway extends SimulatedPaymentGateway {
     return result;
   }
 
-  private async waitAtOperation(latch: OperationLatch, key: string): Promise<void> {
-    let released!: () => void;
-    const forced = new Promise<void>((resolve) => (released = resolve));
-    this.waiting.add(released);
-    latch.reached(key);
-    try {
-      await Promise.race([latch.release, forced]);
-    } finally {
-      this.waiting.delete(released);
-    }
+  private waitAtOperation(latch: Latch, key: string): Promise<void> {
+    return holdAt(latch, key, this.waiting);
   }
 
   failNext(count: number): void {
@@ -204,18 +192,10 @@ export class ControllableGateway extends SimulatedPaymentGateway {
     for (const release of this.waiting) release();
   }
 
-  private async wait(reference: string): Promise<void> {
+  private wait(reference: string): Promise<void> {
     const latch = this.latch!;
     this.latch = null;
-    let released!: () => void;
-    const forced = new Promise<void>((resolve) => (released = resolve));
-    this.waiting.add(released);
-    latch.reached(reference);
-    try {
-      await Promise.race([latch.release, forced]);
-    } finally {
-      this.waiting.delete(released);
-    }
+    return holdAt(latch, reference, this.waiting);
   }
 }
 

@@ -13,6 +13,7 @@ import {
 import type { StripePaymentGateway } from '../../../src/payment-stripe/stripe-payment.gateway.js';
 import type { OperationCall } from '../controllable-gateway.js';
 import type { Fault, StripeFake } from './stripe-fake.js';
+import { holdAt, type Latch } from '../latch.js';
 
 /** What an outage the test asked for did at Stripe: the fault the fake played, and whether the money moved behind it. */
 export interface OutageEffect {
@@ -46,12 +47,6 @@ function hash(text: string): number {
   let h = 0;
   for (let i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0;
   return h;
-}
-
-interface Latch {
-  phase: 'before' | 'after';
-  reached: (key: string) => void;
-  release: Promise<void>;
 }
 
 /**
@@ -224,15 +219,7 @@ export class ControllableStripeGateway extends PaymentGateway {
     return latch;
   }
 
-  private async wait(latch: Latch, key: string): Promise<void> {
-    let released!: () => void;
-    const forced = new Promise<void>((resolve) => (released = resolve));
-    this.waiting.add(released);
-    latch.reached(key);
-    try {
-      await Promise.race([latch.release, forced]);
-    } finally {
-      this.waiting.delete(released);
-    }
+  private wait(latch: Latch, key: string): Promise<void> {
+    return holdAt(latch, key, this.waiting);
   }
 }
