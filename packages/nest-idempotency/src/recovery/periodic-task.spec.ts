@@ -13,7 +13,8 @@ describe('PeriodicTask', () => {
     }, 'TestPass');
     try {
       task.start(10);
-      await new Promise((resolve) => setTimeout(resolve, 120));
+      // Until a second pass has run after the first one rejected (a fixed 120 ms failed on a busy runner), 5 s at most.
+      for (let waited = 0; passes < 2 && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
       await task.stop();
       // Unhandled rejections are reported after a macrotask turn.
       await new Promise((resolve) => setImmediate(resolve));
