@@ -10,13 +10,14 @@
 // 'notes.create' })`) is compiled there by that project's own TypeScript and
 // run as a child process on the run's MongoDB.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
+import { packWorkspace, runCommand, type Ran } from '../support/run-command.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const TEMPLATE = join(REPO, 'scripts', 'fresh-app', 'template');
@@ -39,13 +40,6 @@ const NPM_TIMEOUT_MS = 180_000;
 const READY_TIMEOUT_MS = 30_000;
 const TENANT = { 'x-tenant': 'acme' };
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
 /**
  * A command as a team's shell runs it: none of the npm_* variables `npm test`
  * exported (npm_config_local_prefix would make the repository the project),
@@ -65,13 +59,7 @@ function run(command: string, args: string[], cwd: string, timeout = NPM_TIMEOUT
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && /^npm_config_(cache|registry|userconfig)$/i.test(name)) env[name] = value;
   }
-  const started = Date.now();
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd, env, timeout, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr, ms: Date.now() - started });
-    });
-  });
+  return runCommand(command, args, { cwd, env, timeout });
 }
 
 const say = (line: string) => process.stdout.write(`[package-install] ${line}\n`);
@@ -175,11 +163,9 @@ describe('a fresh Nest app outside the repository, from the package tarball', ()
     if (!relative(REPO, work).startsWith('..')) throw new Error(`${work} is inside the repository`);
 
     // 1. Pack what `npm run build` built (--ignore-scripts: no rebuild of the workspace's dist/ under other tests).
-    const pack = await run('npm', ['pack', '--json', '--ignore-scripts', '--workspace', PACKAGE, '--pack-destination', work], REPO);
-    if (pack.code !== 0) throw new Error(`npm pack failed (${pack.code})\n${pack.stderr}`);
-    const [entry] = JSON.parse(pack.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    const tarball = join(work, entry.filename);
-    packed = entry.files.map((file) => file.path);
+    const pack = await packWorkspace(PACKAGE, REPO, work, (command, args, { cwd }) => run(command, args, cwd));
+    const tarball = pack.tarball;
+    packed = pack.files;
 
     // 2. A project of its own: the tarball and the required peers only.
     project = join(work, 'notes-app');

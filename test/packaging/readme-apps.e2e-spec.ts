@@ -7,7 +7,7 @@
 // The project compiles with TypeScript's strict settings, both mains run as child processes on the
 // run's MongoDB, and the kit (--config kit.json) runs against each; then the database is checked.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   cpSync,
@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
+import { packWorkspace, runCommand, type Ran } from '../support/run-command.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const PACKAGE = '@idempotent-orders/nest-idempotency';
@@ -47,21 +48,8 @@ const PEERS = [
 ];
 const TOKENS = { acme: `acme-${randomBytes(6).toString('hex')}`, globex: `globex-${randomBytes(6).toString('hex')}` };
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env, timeout = 120_000): Promise<Ran> {
-  const started = Date.now();
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd, env, timeout, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr, ms: Date.now() - started });
-    });
-  });
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<Ran> {
+  return runCommand(command, args, { cwd, env });
 }
 
 const say = (line: string) => process.stdout.write(`[readme-apps] ${line}\n`);
@@ -133,13 +121,11 @@ describe('fresh apps written from the packed README alone pass the conformance k
     if (!relative(REPO, work).startsWith('..')) throw new Error(`${work} is inside the repository`);
 
     // 1. The tarball, as `npm publish` would ship it, extracted where `npm install` would put it.
-    const pack = await run('npm', ['pack', '--json', '--ignore-scripts', '--workspace', PACKAGE, '--pack-destination', work], REPO);
-    if (pack.code !== 0) throw new Error(`npm pack failed (${pack.code})\n${pack.stderr}`);
-    const [entry] = JSON.parse(pack.stdout) as Array<{ filename: string }>;
+    const { tarball } = await packWorkspace(PACKAGE, REPO, work);
     project = join(work, 'notes');
     const installed = join(project, 'node_modules', ...PACKAGE.split('/'));
     mkdirSync(installed, { recursive: true });
-    const untar = await run('tar', ['-xzf', join(work, entry.filename), '-C', installed, '--strip-components=1'], work);
+    const untar = await run('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1'], work);
     if (untar.code !== 0) throw new Error(`tar failed\n${untar.stderr}`);
     readme = readFileSync(join(installed, 'README.md'), 'utf8');
 

@@ -23,7 +23,7 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
 
   beforeAll(async () => {
     await fake.start();
-    fake.webhook = { url: 'unused: deliveries go through supertest', secret: WEBHOOK_SECRET };
+    fake.webhookSecret = WEBHOOK_SECRET;
     t = await startApp({
       dbName: 'test_stripe_provider',
       env: {

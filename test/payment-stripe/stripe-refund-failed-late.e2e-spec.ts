@@ -18,7 +18,7 @@ describe('PAYMENT_PROVIDER=stripe: a refund that fails after it succeeded', () =
 
   beforeAll(async () => {
     await fake.start();
-    fake.webhook = { url: 'unused: deliveries go through supertest', secret: WEBHOOK_SECRET };
+    fake.webhookSecret = WEBHOOK_SECRET;
     t = await startApp({
       dbName: 'test_stripe_refund_failed_late',
       env: {

@@ -23,8 +23,8 @@ import { StripeOpenApiValidator } from './openapi-validator.js';
  * - Refunds: only of a succeeded PaymentIntent, at most what is left.
  * - Search is eventually consistent: an object is searchable `searchLagMs`
  *   after it changed.
- * - Events, delivered signed (Stripe-Signature, the SDK's own signer) when
- *   a webhook URL is set.
+ * - Events, signed for delivery (Stripe-Signature, the SDK's own signer)
+ *   with the endpoint secret a test sets (`webhookSecret`).
  *
  * Every request and answer is checked against the OpenAPI subset
  * (openapi-validator.ts); violations are collected in `violations`.
@@ -82,7 +82,8 @@ export class StripeFake {
   clockOffsetMs = 0;
   /** Holds each POST this long while executing (to let a concurrent copy meet the 409). */
   executeDelayMs = 0;
-  webhook: { url: string; secret: string } | null = null;
+  /** The endpoint's signing secret (whsec_...): what `signed` signs with unless told otherwise. */
+  webhookSecret = '';
 
   private readonly keys = new Map<string, StoredAnswer>();
   private readonly indexedAt = new Map<string, number>();
@@ -204,7 +205,7 @@ export class StripeFake {
   }
 
   /** An event's delivery as Stripe sends it: the JSON body and its Stripe-Signature header (the SDK's own test signer). */
-  signed(event: FakeEvent, secret = this.webhook?.secret ?? ''): { payload: string; header: string } {
+  signed(event: FakeEvent, secret = this.webhookSecret): { payload: string; header: string } {
     const payload = JSON.stringify({
       id: event.id,
       object: 'event',
@@ -217,29 +218,6 @@ export class StripeFake {
       data: { object: event.object },
     });
     return { payload, header: Stripe.webhooks.generateTestHeaderString({ payload, secret }) };
-  }
-
-  /** Signs and POSTs an event to the webhook URL, as Stripe would (again, for a duplicate delivery). */
-  async deliver(event: FakeEvent): Promise<{ status: number; body: string }> {
-    if (!this.webhook) throw new Error('no webhook endpoint set');
-    const payload = JSON.stringify({
-      id: event.id,
-      object: 'event',
-      api_version: FAKE_API_VERSION,
-      created: event.created,
-      livemode: false,
-      pending_webhooks: 1,
-      request: { id: null, idempotency_key: null },
-      type: event.type,
-      data: { object: event.object },
-    });
-    const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: this.webhook.secret });
-    const response = await fetch(this.webhook.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'stripe-signature': header },
-      body: payload,
-    });
-    return { status: response.status, body: await response.text() };
   }
 
   // --- HTTP ---------------------------------------------------------------
