@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { SettlementReconciliation } from '../../src/reconciliation/settlement-reconciliation.service.js';
+import { findViolations } from '../support/invariants.js';
+import { exportBooks } from '../support/stripe-fake/provider-books.js';
 import { StripeFake, type FakeEvent } from '../support/stripe-fake/stripe-fake.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
@@ -108,6 +110,11 @@ describe('PAYMENT_PROVIDER=stripe: a refund that fails after it succeeded', () =
     await refund(orderId, 'late-fail-refund-2', 2500).expect(201);
     expect(await order(orderId)).toMatchObject({ state: 'refunded', refundedMinor: 2500, refundableMinor: 0 });
     expect((await books(orderId)).balanced).toBe(true);
+
+    // The invariant checker on both books: the failed refund's reversal and its compensation net to nothing.
+    const providerBooks = t.db.client.db(`${t.db.databaseName}_stripe_books`);
+    await exportBooks(fake, providerBooks);
+    expect(await findViolations({ db: t.db, simulatorDb: providerBooks })).toEqual([]);
 
     // Stripe's books and ours agree: its failed refund put the money back, our compensation did too.
     const report = await t.app.get(SettlementReconciliation).run(new Date(Date.now() - 60 * 60 * 1000), new Date(Date.now() + 60_000));

@@ -560,7 +560,15 @@ function refunds(store: Store, input: InvariantInput): string[] {
     const journal = entriesByJournal.get(`jrn_${refund._id}`) ?? [];
     const events = store.events.filter((event) => event._id === `evt_${refund._id}_refunded`);
     const provider = providerByKey.get(refund.providerKey);
-    if (refund.state === 'succeeded') {
+    // Succeeded, then failed by the provider (refund-failure.ts): answered 201 and reversed like a success,
+    // then compensated (`jrn_<id>_failed`, netted against the reversal in afterTheCharge) - no provider refund stands.
+    const failedLate = refund.state === 'failed' && refund.failureReason === 'failed_at_provider';
+    if (failedLate) {
+      if (!store.events.some((event) => event._id === `evt_${refund._id}_refund_failed`))
+        out.push(`${where}: failed late without order.refund_failed`);
+      if (provider) out.push(`${where}: failed at the provider, but the provider's refund stands`);
+    }
+    if (refund.state === 'succeeded' || failedLate) {
       const line = (l: { account: string; direction: string; amountMinor: number }) => `${l.account}/${l.direction}/${l.amountMinor}`;
       const expected = JSON.stringify(refundJournal(refund.amountMinor).map(line).sort());
       if (JSON.stringify(journal.map(line).sort()) !== expected)
@@ -568,7 +576,9 @@ function refunds(store: Store, input: InvariantInput): string[] {
       if (journal.some((e) => e.orderId !== refund.orderId || e.currency !== refund.currency || e.tenant !== refund.tenant))
         out.push(`${where}: its reversal is in another order, currency or tenant`);
       if (events.length !== 1) out.push(`${where}: ${events.length} order.refunded events`);
-      if (!provider) out.push(`${where}: succeeded without a provider refund`);
+      if (failedLate) {
+        // Checked above: no provider refund stands.
+      } else if (!provider) out.push(`${where}: succeeded without a provider refund`);
       else if (
         provider.amountMinor !== refund.amountMinor ||
         provider.currency !== refund.currency ||
@@ -592,11 +602,11 @@ function refunds(store: Store, input: InvariantInput): string[] {
         out.push(`${where}: ${refund.state} refund of attempt ${refund.idempotency.attempt}, its record is at ${record.attempt}`);
       continue;
     }
-    const status = { pending: 'pending', succeeded: 'complete', failed: 'failed' }[refund.state];
+    const status = failedLate ? 'complete' : { pending: 'pending', succeeded: 'complete', failed: 'failed' }[refund.state];
     if (record.status !== status) out.push(`${where}: ${refund.state} beside its record ${record.status}`);
     const stored = record.response?.status ?? null;
     const expectedStored =
-      refund.state === 'succeeded'
+      refund.state === 'succeeded' || failedLate
         ? 201
         : refund.state === 'pending' || refund.failureReason === 'abandoned'
           ? null
