@@ -9,16 +9,7 @@ import { UnauthorizedError } from './auth/auth.errors.js';
 import { ProblemDetailsFilter, sendProblem, toProblemResponse } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import type { HttpSettings } from './config/configuration.js';
-import {
-  appConfig,
-  httpConfig,
-  securityConfig,
-  webhooksConfig,
-  type AppConfig,
-  type HttpConfig,
-  type SecurityConfig,
-  type WebhooksConfig,
-} from './config/config.tokens.js';
+import { appConfig, httpConfig, webhooksConfig, type AppConfig, type HttpConfig, type WebhooksConfig } from './config/config.tokens.js';
 import { closeIdleConnectionsOnClose } from './http/close-idle-connections.js';
 import { answerClientError, answerFrameworkError, clientErrorReason, MAX_PARAM_LENGTH } from './http/framework-errors.js';
 import { parseJsonBody } from './http/json-body.js';
@@ -40,13 +31,15 @@ export const NEST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 /**
  * One counter and one histogram sample per response, labelled by route
  * template (never the raw URL); and the request id echoed for correlation.
+ * Callback hooks, not async ones: nothing here waits, and an async hook costs
+ * a promise and a microtask on every request.
  */
 function countRequests(app: NestFastifyApplication): void {
   const metrics = app.get(MetricsService);
   app
     .getHttpAdapter()
     .getInstance()
-    .addHook('onRequest', async (request, reply) => {
+    .addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id);
       const raw = request.raw as IncomingMessage & { [ROUTE_PATTERN]?: string; [CLIENT_REQUEST_ID]?: string };
       raw[ROUTE_PATTERN] = request.routeOptions.url ?? 'unmatched';
@@ -54,16 +47,18 @@ function countRequests(app: NestFastifyApplication): void {
       if (raw[ROUTE_PATTERN].startsWith('/v1/')) reply.header('cache-control', 'no-store');
       const given = request.headers['x-request-id'];
       if (typeof given === 'string' && /^[\w.-]{1,64}$/.test(given)) raw[CLIENT_REQUEST_ID] = given;
+      done();
     })
     .addHook('onSend', (request, reply, payload, done) => {
       // For the request log's `replayed` field: the header is only readable here, before writeHead takes it.
       if (reply.getHeader('idempotent-replayed') === 'true') (request.raw as IncomingMessage & { [REPLAYED]?: true })[REPLAYED] = true;
       done(null, payload);
     })
-    .addHook('onResponse', async (request, reply) => {
+    .addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
       metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
       metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+      done();
     });
   // Refused by Node's parser before there was a request (see answerClientError): counted here.
   app
@@ -129,7 +124,7 @@ function acceptJsonOnly(fastify: FastifyInstance, http: HttpConfig): void {
  * GET) are left to the guards, which also check scopes.
  */
 function refuseStrangersEarly(app: NestFastifyApplication): void {
-  const registry = new ApiKeyRegistry(app.get<SecurityConfig>(securityConfig.KEY).apiKeys);
+  const registry = app.get(ApiKeyRegistry);
   const logger = new Logger('ProblemDetails');
   app
     .getHttpAdapter()
@@ -137,7 +132,7 @@ function refuseStrangersEarly(app: NestFastifyApplication): void {
     .addHook('onRequest', (request, reply, done) => {
       const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
       const unmatched = request.routeOptions.url === undefined;
-      if ((hasBody || unmatched) && !isSignedRawBodyRoute(request) && !registry.authenticate(request.headers.authorization)) {
+      if ((hasBody || unmatched) && !isSignedRawBodyRoute(request) && !registry.authenticateRequest(request.raw)) {
         sendProblem(reply, toProblemResponse(new UnauthorizedError(), logger));
         return;
       }

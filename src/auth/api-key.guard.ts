@@ -1,8 +1,7 @@
-import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import type { ApiKeyScope } from '../config/configuration.js';
-import { securityConfig, type SecurityConfig } from '../config/config.tokens.js';
 import { ApiKeyRegistry } from './api-key.registry.js';
 import { InsufficientScopeError, UnauthorizedError } from './auth.errors.js';
 import { IS_PUBLIC } from './public.decorator.js';
@@ -18,21 +17,18 @@ import { requestState } from './tenant.js';
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  private readonly registry: ApiKeyRegistry;
   private readonly audit = new Logger('Audit');
 
   constructor(
     private readonly reflector: Reflector,
-    @Inject(securityConfig.KEY) config: SecurityConfig,
-  ) {
-    this.registry = new ApiKeyRegistry(config.apiKeys);
-  }
+    private readonly registry: ApiKeyRegistry,
+  ) {}
 
   canActivate(context: ExecutionContext): boolean {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const identity = this.registry.authenticate(request.headers.authorization);
+    const identity = this.registry.authenticateRequest(request.raw);
     if (!identity) throw new UnauthorizedError();
     const state = requestState(request);
     state.tenant = identity.tenant;

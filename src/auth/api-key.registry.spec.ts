@@ -1,4 +1,5 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
+import type { IncomingMessage } from 'node:http';
 import { ApiKeyRegistry, bearerSecret } from './api-key.registry.js';
 
 describe('ApiKeyRegistry', () => {
@@ -22,6 +23,18 @@ describe('ApiKeyRegistry', () => {
     });
     expect(registry.authenticate('Bearer nope-nope-nope-nope')).toBeUndefined();
     expect(registry.authenticate(undefined)).toBeUndefined();
+  });
+
+  it('digests the key of a request once, however often the request is asked about (the early refusal, then the guard)', () => {
+    const fresh = new ApiKeyRegistry([{ tenant: 'acme', secret: 'acme-secret-0123456789', id: 'acme#1', scopes: ['orders'] }]);
+    const identify = jest.spyOn(fresh, 'identify');
+    const known = { headers: { authorization: 'Bearer acme-secret-0123456789' } } as IncomingMessage;
+    const stranger = { headers: { authorization: 'Bearer guess-0123456789' } } as IncomingMessage;
+    expect(fresh.authenticateRequest(known)?.tenant).toBe('acme');
+    expect(fresh.authenticateRequest(known)?.tenant).toBe('acme');
+    expect(fresh.authenticateRequest(stranger)).toBeUndefined();
+    expect(fresh.authenticateRequest(stranger)).toBeUndefined();
+    expect(identify).toHaveBeenCalledTimes(2);
   });
 
   it('keeps no plaintext secret', () => {

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { ApiKeyEntry, ApiKeyScope } from '../config/configuration.js';
 
 const digest = (secret: string): Buffer => createHash('sha256').update(secret, 'utf8').digest();
@@ -17,6 +18,8 @@ export interface ApiKeyIdentity {
  */
 export class ApiKeyRegistry {
   private readonly entries: (ApiKeyIdentity & { digest: Buffer })[];
+  /** Per request, what its header proved (the early refusal of a body and the guard both ask; one digest is enough). */
+  private readonly byRequest = new WeakMap<IncomingMessage, ApiKeyIdentity | null>();
 
   constructor(keys: ApiKeyEntry[]) {
     this.entries = keys.map((key) => ({ tenant: key.tenant, keyId: key.id, scopes: key.scopes, digest: digest(key.secret) }));
@@ -33,6 +36,16 @@ export class ApiKeyRegistry {
 
   tenantFor(secret: string): string | undefined {
     return this.identify(secret)?.tenant;
+  }
+
+  /** The identity behind a request's Authorization header, worked out once per request. */
+  authenticateRequest(request: IncomingMessage): ApiKeyIdentity | undefined {
+    let identity = this.byRequest.get(request);
+    if (identity === undefined) {
+      identity = this.authenticate(request.headers.authorization) ?? null;
+      this.byRequest.set(request, identity);
+    }
+    return identity ?? undefined;
   }
 
   /** The identity behind an Authorization header, if it is a well-formed Bearer of a known secret. */
