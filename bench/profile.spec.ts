@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { formatFrames, topFrames, topFramesIn, type CpuProfile } from './profile.js';
+import { formatFrames, topFrames, topFramesIn, topOwnersIn, type CpuProfile } from './profile.js';
 
 describe('topFrames', () => {
   const profile: CpuProfile = {
@@ -38,5 +38,30 @@ describe('topFrames', () => {
       ['seal dist/src/idempotency/response-cipher.js:10', 1],
     ]);
     expect(topFramesIn(timed, 5, '/repo', [{ fromUs: 200_000, toUs: 300_000 }])).toEqual([]);
+  });
+
+  it('groups self time by owner: an npm package, a folder of ours, the workspace package, a Node module, a native frame', () => {
+    const owned: CpuProfile = {
+      startTime: 0,
+      nodes: [
+        { id: 1, callFrame: { functionName: 'handle', url: 'file:///repo/dist/src/orders/orders.controller.js', lineNumber: 1 } },
+        { id: 2, callFrame: { functionName: 'a', url: 'file:///repo/node_modules/@nestjs/core/router/x.js', lineNumber: 1 } },
+        { id: 3, callFrame: { functionName: 'b', url: 'file:///repo/node_modules/@nestjs/core/injector/y.js', lineNumber: 1 } },
+        { id: 4, callFrame: { functionName: 'c', url: 'file:///repo/node_modules/fastify/lib/reply.js', lineNumber: 1 } },
+        { id: 5, callFrame: { functionName: 'lookUp', url: 'file:///repo/packages/nest-idempotency/dist/protocol/x.js', lineNumber: 1 } },
+        { id: 6, callFrame: { functionName: 'Hash', url: 'node:internal/crypto/hash', lineNumber: 1 } },
+        { id: 7, callFrame: { functionName: 'writeBuffer', url: '', lineNumber: -1 } },
+      ],
+      samples: [1, 2, 3, 4, 5, 6, 7, 2],
+      timeDeltas: [1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000],
+    };
+    expect(topOwnersIn(owned, 10, '/repo', [{ fromUs: 0, toUs: 100_000 }]).map((frame) => [frame.name, frame.selfMs])).toEqual([
+      ['~@nestjs/core', 3],
+      ['dist/src/orders', 1],
+      ['~fastify', 1],
+      ['packages/nest-idempotency', 1],
+      ['node:internal/crypto', 1],
+      ['writeBuffer', 1],
+    ]);
   });
 });

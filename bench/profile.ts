@@ -44,7 +44,32 @@ export function topFramesIn(profile: CpuProfile, count: number, root: string, wi
   return rank(profile, count, root, (elapsedUs) => windows.some((w) => start + elapsedUs >= w.fromUs && start + elapsedUs < w.toUs));
 }
 
-function rank(profile: CpuProfile, count: number, root: string, counted: (elapsedUs: number) => boolean): Frame[] {
+/**
+ * The same samples grouped by who owns the code: an npm package (`~fastify`,
+ * `~@nestjs/core`), a folder of ours (`dist/src/auth`), the idempotency
+ * package, a Node module (`node:internal/crypto`), or a native frame by name
+ * (`writeBuffer`, `(garbage collector)`). Self time alone scatters a
+ * framework's cost over hundreds of small functions; summed by owner it says
+ * how much of a request is the router, the driver, the logger.
+ */
+export function topOwnersIn(profile: CpuProfile, count: number, root: string, windows: ProfileWindow[]): Frame[] {
+  const start = profile.startTime ?? 0;
+  return rank(
+    profile,
+    count,
+    root,
+    (elapsedUs) => windows.some((w) => start + elapsedUs >= w.fromUs && start + elapsedUs < w.toUs),
+    ownerName,
+  );
+}
+
+function rank(
+  profile: CpuProfile,
+  count: number,
+  root: string,
+  counted: (elapsedUs: number) => boolean,
+  name: (frame: CpuProfile['nodes'][number]['callFrame'], root: string) => string = frameName,
+): Frame[] {
   const byNode = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<string, number>();
   let totalUs = 0;
@@ -55,8 +80,8 @@ function rank(profile: CpuProfile, count: number, root: string, counted: (elapse
     const frame = byNode.get(nodeId)?.callFrame;
     if (!frame || !counted(elapsedUs) || frame.functionName === '(idle)') return;
     totalUs += delta;
-    const name = frameName(frame, root);
-    selfUs.set(name, (selfUs.get(name) ?? 0) + delta);
+    const key = name(frame, root);
+    selfUs.set(key, (selfUs.get(key) ?? 0) + delta);
   });
   return [...selfUs.entries()]
     .sort((a, b) => b[1] - a[1])
@@ -72,6 +97,16 @@ function frameName(frame: CpuProfile['nodes'][number]['callFrame'], root: string
     .replace(`${root}/`, '')
     .replace(/^.*node_modules\//, '~');
   return `${fn} ${path}:${frame.lineNumber + 1}`;
+}
+
+function ownerName(frame: CpuProfile['nodes'][number]['callFrame'], root: string): string {
+  if (!frame.url) return frame.functionName || '(anonymous)';
+  const path = frame.url.replace(/^file:\/\//, '').replace(`${root}/`, '');
+  const module = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path);
+  if (module) return `~${module[1]}`;
+  if (path.startsWith('node:')) return path.split('/').slice(0, 2).join('/');
+  const ours = /^((?:dist\/)?(?:packages\/[^/]+|src\/[^/]+|bench))\//.exec(path);
+  return ours ? ours[1] : path;
 }
 
 export function formatFrames(frames: Frame[]): string {

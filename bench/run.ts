@@ -46,7 +46,8 @@ import { renderChart, renderHistoryChart } from './chart.js';
 import { CommandCounter, perRequest } from './command-counter.js';
 import { cpuMeter } from './cpu.js';
 import { floorCreateLoop, startFloor } from './floor.js';
-import { formatFrames, topFrames, topFramesIn, type CpuProfile, type ProfileWindow } from './profile.js';
+import { mergeRounds } from './rounds.js';
+import { formatFrames, topFrames, topFramesIn, topOwnersIn, type CpuProfile, type ProfileWindow } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
 import { BENCH_RATE_LIMITS, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
@@ -115,6 +116,8 @@ interface Settings {
   refundBurst: number;
   /** --webhook-orders: asynchronous orders whose events the webhook row delivers. */
   webhookOrders: number;
+  /** --read-rounds: interleaved rounds of the replay, GET and read floor rows (bench/rounds.ts). */
+  readRounds: number;
 }
 
 const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund', 'webhook', 'strangers'] as const;
@@ -159,6 +162,7 @@ function readSettings(argv: string[]): Settings {
       'refund-orders': { type: 'string' },
       'refund-burst': { type: 'string' },
       'webhook-orders': { type: 'string' },
+      'read-rounds': { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -183,6 +187,7 @@ function readSettings(argv: string[]): Settings {
     refundOrders: Math.max(1, int(values['refund-orders'], quick ? 10 : 50, 'refund-orders')),
     refundBurst: Math.max(2, int(values['refund-burst'], DEFAULT_HOT_ORDER_REFUNDS, 'refund-burst')),
     webhookOrders: Math.max(1, int(values['webhook-orders'], quick ? 40 : 200, 'webhook-orders')),
+    readRounds: Math.max(1, int(values['read-rounds'], 3, 'read-rounds')),
   };
 }
 
@@ -457,31 +462,54 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   const getRequests = () => roundRobin((id) => `/v1/orders/${id}`, { authorization: HEADERS.authorization });
   const fixed = (path: string): RequestSpec[] => [{ method: 'GET', path }];
 
-  const run = async (target: ServiceProcess, requests: () => RequestSpec[], label?: string) => {
+  const run = async (target: ServiceProcess, requests: () => RequestSpec[], label?: string, round?: { index: number; of: number }) => {
     const load = (durationSeconds: number, labelled?: string) =>
       measure(
         target,
         () => runLoad({ baseUrl: target.baseUrl, connections: concurrency, durationSeconds, requests: requests() }),
         labelled,
       );
-    progress(`  ${label ?? target.name}: ${settings.warmupSeconds} s warm-up, ${settings.durationSeconds} s measured`);
-    if (settings.warmupSeconds > 0) await load(settings.warmupSeconds);
+    const warmup = round && round.index > 0 ? 0 : settings.warmupSeconds;
+    const which = round && round.of > 1 ? ` (round ${round.index + 1} of ${round.of})` : '';
+    progress(`  ${label ?? target.name}${which}: ${warmup} s warm-up, ${settings.durationSeconds} s measured`);
+    if (warmup > 0) await load(warmup);
     return load(settings.durationSeconds, label);
   };
-  const replayRun = async (target: ServiceProcess, name = 'replay') => {
+  const replayRun = async (target: ServiceProcess, name: string, round: { index: number; of: number }) => {
     let replay = replayOf(keys);
-    const measured = await run(target, () => (replay = replayOf(keys)).requests, `${name} c${concurrency}`);
+    const measured = await run(target, () => (replay = replayOf(keys)).requests, `${name} c${concurrency}`, round);
     return { measured, tally: replay.tally };
   };
 
+  // The rows the read targets compare take turns, round after round (bench/rounds.ts), so that what else the
+  // machine does falls on each of them alike; each row's figures are its rounds' together.
   const ordersBefore = await store.db.collection('orders').countDocuments({});
-  const replayed = await replayRun(service);
-  const replayedNoLimits = await replayRun(bench.limitsOff, 'replay, limits off');
+  const rounds: { replayed: Awaited<ReturnType<typeof replayRun>>[]; replayedNoLimits: Awaited<ReturnType<typeof replayRun>>[] } & Record<
+    'got' | 'gotNoLimits' | 'floorRead',
+    Measured[]
+  > = { replayed: [], replayedNoLimits: [], got: [], gotNoLimits: [], floorRead: [] };
+  for (let index = 0; index < settings.readRounds; index++) {
+    const round = { index, of: settings.readRounds };
+    rounds.replayed.push(await replayRun(service, 'replay', round));
+    rounds.replayedNoLimits.push(await replayRun(bench.limitsOff, 'replay, limits off', round));
+    rounds.got.push(await run(service, getRequests, `GET /v1/orders/:id c${concurrency}`, round));
+    rounds.gotNoLimits.push(await run(bench.limitsOff, getRequests, `GET /v1/orders/:id, limits off, c${concurrency}`, round));
+    rounds.floorRead.push(await run(bench.floor, () => roundRobin((id) => `/orders/${id}`), `read floor c${concurrency}`, round));
+  }
+  const tallied = (runs: Awaited<ReturnType<typeof replayRun>>[]) => ({
+    measured: mergeRounds(runs.map((r) => r.measured)),
+    tally: runs.reduce((total, r) => ({ replayed: total.replayed + r.tally.replayed, other: total.other + r.tally.other }), {
+      replayed: 0,
+      other: 0,
+    }),
+  });
+  const replayed = tallied(rounds.replayed);
+  const replayedNoLimits = tallied(rounds.replayedNoLimits);
+  const got = mergeRounds(rounds.got);
+  const gotNoLimits = mergeRounds(rounds.gotNoLimits);
+  const floorRead = mergeRounds(rounds.floorRead);
   await settle(bench);
   const ordersAfter = await store.db.collection('orders').countDocuments({});
-  const got = await run(service, getRequests, `GET /v1/orders/:id c${concurrency}`);
-  const gotNoLimits = await run(bench.limitsOff, getRequests, `GET /v1/orders/:id, limits off, c${concurrency}`);
-  const floorRead = await run(bench.floor, () => roundRobin((id) => `/orders/${id}`), `read floor c${concurrency}`);
   const live = await run(service, () => fixed('/health/live'), `/health/live c${concurrency}`);
   const liveNoLimits = await run(bench.limitsOff, () => fixed('/health/live'), `/health/live, limits off, c${concurrency}`);
   const hello = await run(bench.floor, () => fixed('/hello'), `hello floor c${concurrency}`);
@@ -1124,6 +1152,10 @@ function progress(line: string): void {
 
 /** Stops the services (V8 writes a profile on exit) and prints each one's top frames by self time. */
 async function reportProfiles(services: ServiceProcess[], dir: string): Promise<void> {
+  // Beside the profiles: which window was which scenario, for a closer look than the tables below.
+  mkdirSync(dir, { recursive: true });
+  const windows = profileWindows.map(({ pid, label, window }) => ({ pid, label, ...window }));
+  writeFileSync(join(dir, 'windows.json'), JSON.stringify(windows, null, 2));
   for (const service of services) {
     await service.stop();
     const folder = join(dir, profileFolder(service.name));
@@ -1139,6 +1171,8 @@ async function reportProfiles(services: ServiceProcess[], dir: string): Promise<
       const windows = profileWindows.filter((w) => w.pid === service.pid && w.label === label).map((w) => w.window);
       console.log(`\nTop frames by self time, ${service.name}, ${label} (measured window only):`);
       console.log(formatFrames(topFramesIn(profile, 15, root, windows)));
+      console.log(`\nSelf time by owner (package, folder of ours, Node module), ${service.name}, ${label}:`);
+      console.log(formatFrames(topOwnersIn(profile, 15, root, windows)));
     }
     console.log(
       `\nTop frames by self time, ${service.name} (${join(folder, files[0])}):\n${formatFrames(topFrames(profile, 15, ROOT.replace(/\/$/, ''), service.readyAfterMs))}`,
@@ -1231,7 +1265,7 @@ async function main(): Promise<number> {
         counter: counters[1],
       }),
       startService({ ...serviceOptions, name: 'service (rate limits off)', disableIdempotency: false, rateLimits: 'off' }),
-      startFloor({ ...serviceOptions, counter: counters[2] }),
+      startFloor({ ...serviceOptions, ...profiled('floor (bare Fastify + driver)'), counter: counters[2] }),
     ]);
     for (const started of services) if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
     const failed = services.find((started) => started.status === 'rejected');
@@ -1322,7 +1356,7 @@ async function main(): Promise<number> {
     writeFileSync(history, renderHistoryChart(keptRuns(dir)));
     console.log(`History chart (every run kept in bench/results/) written to ${history}`);
     if (backend.proxyStats) console.log(`Serializing proxy: ${JSON.stringify(backend.proxyStats)}`);
-    if (settings.profile) await reportProfiles([service, layerOff], profileDir);
+    if (settings.profile) await reportProfiles([service, layerOff, floorProcess], profileDir);
     return runPassed(results) ? 0 : 1;
   } finally {
     await cleanup();

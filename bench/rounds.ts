@@ -1,0 +1,59 @@
+import type { LoadMeasurement } from './load.js';
+import type { StoreCounts } from './report.js';
+
+/** One measured window: the load's figures, the process's CPU and store commands per request. */
+export type RoundMeasurement = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null };
+
+/**
+ * One row's figures out of its windows in several interleaved rounds (the
+ * read rows take turns: replay, GET, floor, replay, GET, floor, ...), so a
+ * burst of load from elsewhere on the machine falls on every row alike
+ * instead of on whichever row it met. CPU and store commands per request are
+ * totals over all rounds divided by all requests; p50 and p99 are the median
+ * of the rounds' own (a percentile of percentiles: indicative only).
+ */
+export function mergeRounds(rounds: readonly RoundMeasurement[]): RoundMeasurement {
+  if (rounds.length === 0) throw new Error('mergeRounds: no rounds');
+  if (rounds.length === 1) return rounds[0];
+  const requests = sum(rounds.map((round) => round.requests));
+  const durationSeconds = sum(rounds.map((round) => round.durationSeconds));
+  const statusCounts: Record<string, number> = {};
+  for (const round of rounds) {
+    for (const [status, count] of Object.entries(round.statusCounts)) statusCounts[status] = (statusCounts[status] ?? 0) + count;
+  }
+  const perRequest = (value: (round: RoundMeasurement) => number | null | undefined): number | null => {
+    const values = rounds.map(value);
+    if (requests === 0 || values.some((figure) => figure === null || figure === undefined)) return null;
+    return sum(rounds.map((round, index) => values[index]! * round.requests)) / requests;
+  };
+  const counted = rounds.every((round) => round.store !== undefined);
+  const store: StoreCounts | null | undefined = !counted
+    ? undefined
+    : rounds.some((round) => round.store === null)
+      ? null
+      : {
+          commandsPerRequest: perRequest((round) => round.store!.commandsPerRequest)!,
+          transactionsPerRequest: perRequest((round) => round.store!.transactionsPerRequest)!,
+          abortsPerRequest: perRequest((round) => round.store!.abortsPerRequest)!,
+        };
+  return {
+    durationSeconds,
+    requests,
+    reqPerSec: durationSeconds > 0 ? requests / durationSeconds : 0,
+    p50Ms: median(rounds.map((round) => round.p50Ms)),
+    p99Ms: median(rounds.map((round) => round.p99Ms)),
+    errors: sum(rounds.map((round) => round.errors)),
+    non2xx: sum(rounds.map((round) => round.non2xx)),
+    statusCounts,
+    cpuMsPerRequest: perRequest((round) => round.cpuMsPerRequest),
+    ...(store === undefined ? {} : { store }),
+  };
+}
+
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
