@@ -44,7 +44,7 @@ import {
 } from './report.js';
 import { renderChart, renderHistoryChart } from './chart.js';
 import { CommandCounter, perRequest } from './command-counter.js';
-import { cpuMeter } from './cpu.js';
+import { cpuMeter, idleCpuRate } from './cpu.js';
 import { floorCreateLoop, startFloor } from './floor.js';
 import { mergeRounds } from './rounds.js';
 import { formatFrames, topFrames, topFramesIn, topOwnersIn, type CpuProfile, type ProfileWindow } from './profile.js';
@@ -1138,11 +1138,27 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
   if (wanted('strangers')) step('API strangers (3 rows)', () => apiRefusals(bench));
   for (const [index, { name, run }] of steps.entries()) {
     progress(`${index + 1} of ${steps.length}: ${name}`);
+    await remeasureIdle(bench);
     const started = Date.now();
     const results = [await run()].flat();
     for (const result of results) record(result, (Date.now() - started) / 1000 / results.length);
   }
 }
+
+/**
+ * Each process's idle CPU again, all at once, before each step: what is
+ * left out of its CPU per request. Sampled once at boot, it was the boot's
+ * tail (four processes starting on two cores): 65 ms/s for a service that
+ * idles at 16-20 ms/s alone, which charged every request of a window with
+ * less than its own CPU - 4-7% of a read, a third of a create on the emulator.
+ */
+async function remeasureIdle(bench: Bench): Promise<void> {
+  const processes = [bench.service, bench.layerOff, bench.limitsOff, bench.floor, ...(bench.redisService ? [bench.redisService] : [])];
+  const rates = await Promise.all(processes.map((target) => idleCpuRate(target.pid, IDLE_SAMPLE_MS)));
+  processes.forEach((target, index) => (target.idleCpuMsPerSecond = rates[index]));
+  progress(`  idle CPU now: ${rates.map((rate) => rate.toFixed(1)).join(' / ')} ms per second`);
+}
+const IDLE_SAMPLE_MS = 3000;
 
 const benchStarted = Date.now();
 /** A line with the time since the start: what the benchmark is doing now. */
