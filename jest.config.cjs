@@ -13,6 +13,9 @@ const common = {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }],
   },
   testEnvironment: 'node',
+  // bench/peers/*: the benchmark's peer apps, each a project of its own (own package.json, own node_modules
+  // with Nest 10): nothing there is a test or a module of ours, and the haste map should not see its packages.
+  modulePathIgnorePatterns: ['<rootDir>/bench/peers/'],
   // CommonJS dependencies that require() the ESM-only @nestjs packages
   // (@nestjs/throttler): Node runs them, Jest on Node < 24.9 cannot. See
   // test/support/esm-interop/resolver.cjs.

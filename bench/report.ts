@@ -4,6 +4,7 @@
  * back. No I/O here, so bench/report.spec.ts can test all of it quickly.
  */
 import type { MongoBackendKind } from '../src/database/embedded-mongo.js';
+import { formatPeerComparison } from './peers-report.js';
 
 export const RESULTS_SCHEMA_VERSION = 2;
 
@@ -656,10 +657,24 @@ export function formatReport(results: BenchResults): string {
     ...formatRefundFigures(results.scenarios),
     ...formatWebhookFigures(results.scenarios),
     ...formatRedisComparison(results.scenarios),
+    ...peerComparison(results),
     formatChecksSummary(results),
   ];
   if (results.backend.kind === 'emulator') lines.push('', `CAVEAT: ${EMULATOR_CAVEAT}`);
   return `${lines.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------- peers (issue 39 item 4; bench/peers-report.ts)
+
+/** The peers' replay and GET beside ours (plain, limits off, Redis fast path): empty when the run has no peer rows. */
+function peerComparison(results: BenchResults): string[] {
+  const c = results.settings.concurrencyLevels[0];
+  const ours = [
+    { label: 'ours (@idempotent-orders)', replay: scenarioId.replay(c), get: scenarioId.get(c) },
+    { label: 'ours, rate limits off', replay: scenarioId.replayLimitsOff(c), get: scenarioId.getLimitsOff(c) },
+    { label: 'ours, Redis fast path', replay: `${scenarioId.replay(c)}${REDIS_ID_SUFFIX}`, get: `${scenarioId.get(c)}${REDIS_ID_SUFFIX}` },
+  ];
+  return formatPeerComparison(results.scenarios, ours, c, scenarioId.readFloor(c));
 }
 
 export function serializeResults(results: BenchResults): string {

@@ -49,6 +49,8 @@ import { floorCreateLoop, startFloor } from './floor.js';
 import { mergeRounds } from './rounds.js';
 import { formatFrames, topFrames, topFramesIn, topOwnersIn, type CpuProfile, type ProfileWindow } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
+import { peerPackageVersions, peerRows, type PeerRun } from './peers.js';
+import { peerRatioDefinitions } from './peers-report.js';
 import { BENCH_RATE_LIMITS, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
@@ -118,9 +120,23 @@ interface Settings {
   webhookOrders: number;
   /** --read-rounds: interleaved rounds of the replay, GET and read floor rows (bench/rounds.ts). */
   readRounds: number;
+  /** False with --no-peers: no @node-idempotency rows even when the family is selected (bench/peers.ts). */
+  peers: boolean;
 }
 
-const FAMILIES = ['floor', 'create', 'layer-off', 'replay', 'mixed', 'hot-key', 'growth', 'refund', 'webhook', 'strangers'] as const;
+const FAMILIES = [
+  'floor',
+  'create',
+  'layer-off',
+  'replay',
+  'mixed',
+  'hot-key',
+  'growth',
+  'refund',
+  'webhook',
+  'strangers',
+  'peers',
+] as const;
 type ScenarioFamily = (typeof FAMILIES)[number];
 const REDIS_FAMILIES: ScenarioFamily[] = ['replay', 'mixed', 'hot-key'];
 
@@ -142,6 +158,8 @@ interface Bench {
   /** Prefix that keeps this run's keys apart from any other run's. */
   runId: string;
   backendKind: MongoBackend['kind'];
+  /** What the peer processes are started with (bench/peers.ts): our services' options, and the run's cleanups. */
+  peerStart: Pick<PeerRun, 'service' | 'cleanups'>;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -163,6 +181,7 @@ function readSettings(argv: string[]): Settings {
       'refund-burst': { type: 'string' },
       'webhook-orders': { type: 'string' },
       'read-rounds': { type: 'string' },
+      'no-peers': { type: 'boolean', default: false },
     },
   });
   const quick = values.quick ?? false;
@@ -188,6 +207,7 @@ function readSettings(argv: string[]): Settings {
     refundBurst: Math.max(2, int(values['refund-burst'], DEFAULT_HOT_ORDER_REFUNDS, 'refund-burst')),
     webhookOrders: Math.max(1, int(values['webhook-orders'], quick ? 40 : 200, 'webhook-orders')),
     readRounds: Math.max(1, int(values['read-rounds'], 3, 'read-rounds')),
+    peers: !values['no-peers'],
   };
 }
 
@@ -535,6 +555,26 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
     scenario(scenarioId.healthLimitsOff(c), 'GET /health/live, rate limits OFF', c, liveNoLimits, allStatus(liveNoLimits, '200')),
     scenario(scenarioId.helloFloor(c), 'hello floor: bare Fastify route', c, hello, allStatus(hello, '200')),
   ];
+}
+
+/** The peer's replay and GET rows (bench/peers.ts), measured and seeded with the helpers of ours. */
+function peers(bench: Bench): Promise<ScenarioResult[]> {
+  const { settings } = bench;
+  return peerRows({
+    root: ROOT,
+    ...bench.peerStart,
+    store: bench.store,
+    concurrency: bench.levels[0],
+    warmupSeconds: settings.warmupSeconds,
+    durationSeconds: settings.durationSeconds,
+    replayKeys: settings.replayKeys,
+    runId: bench.runId,
+    readHeaders: { authorization: HEADERS.authorization },
+    measure,
+    seed: seedOrders,
+    replayOf,
+    progress,
+  });
 }
 
 /** POSTs of completed keys, round-robin, counting what did not come back as a replay. */
@@ -1124,6 +1164,8 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
   if (wanted('create')) for (const c of levels) step(`create, layer on, c${c}`, () => createUniqueKeys(bench, c, 'on'));
   if (wanted('layer-off')) for (const c of levels) step(`create, layer off, c${c}`, () => createUniqueKeys(bench, c, 'off'));
   if (wanted('replay')) alsoWithRedis('replay, GET, read floor, /health/live (8 rows)', replayAndGet);
+  // Peers (issue 39 item 4): @node-idempotency/nestjs on the same routes, right after our replay and GET rows.
+  if (wanted('peers') && bench.settings.peers) step('peers: @node-idempotency/nestjs, memory and Redis (4 rows)', () => peers(bench));
   if (wanted('mixed')) alsoWithRedis('mixed, 5% duplicate keys', mixedDuplicates);
   if (wanted('hot-key')) alsoWithRedis('hot key', hotKey);
   if (wanted('growth')) step('growth', () => growth(bench));
@@ -1323,6 +1365,7 @@ async function main(): Promise<number> {
       redisService,
       runId: randomBytes(4).toString('hex'),
       backendKind: backend.kind,
+      peerStart: { service: serviceOptions, cleanups },
     };
     const scenarios: ScenarioResult[] = [];
     console.log(`Running (${settings.mode}: ${settings.durationSeconds} s per scenario, ${settings.warmupSeconds} s warm-up)...`);
@@ -1344,7 +1387,7 @@ async function main(): Promise<number> {
         totalMemoryBytes: os.totalmem(),
         node: process.version,
       },
-      packages: packageVersions(),
+      packages: { ...packageVersions(), ...peerPackageVersions(ROOT, scenarios) },
       backend: { kind: backend.kind, description: version ? `${backend.description}, server ${version}` : backend.description },
       settings: {
         durationSeconds: settings.durationSeconds,
@@ -1356,7 +1399,10 @@ async function main(): Promise<number> {
         hotKeyConcurrency: HOT_KEY_CONCURRENCY,
       },
       scenarios,
-      ratios: computeRatios(scenarios, ratioDefinitions(bench.levels, bench.levels[0])),
+      ratios: computeRatios(scenarios, [
+        ...ratioDefinitions(bench.levels, bench.levels[0]),
+        ...peerRatioDefinitions(scenarios, bench.levels[0], scenarioId.readFloor(bench.levels[0])),
+      ]),
     };
     console.log(`\n${formatReport(results)}`);
     const dir = join(ROOT, 'bench', 'results');
