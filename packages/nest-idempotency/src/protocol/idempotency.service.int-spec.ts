@@ -67,6 +67,20 @@ describe('IdempotencyService with a minimal consumer', () => {
     expect(await widgets.countDocuments()).toBe(1);
   });
 
+  it("never answers with another tenant's record that has this key's id (0.1 kept tenants raw: `a%3Ab`'s id is `a:b`'s now)", async () => {
+    // As the interceptor builds them: the early look-up and execute() see the same fingerprint.
+    const key = { clientKey: 'k-1', operation: 'widgets.create', schemaVersion: 1, method: 'POST', route: '/v1/widgets' };
+    const body = { size: 'L' };
+    expect((await service.execute(service.requestFor(key, 'a:b', body), work)).replayed).toBe(false);
+    // The record as 0.1 would have written it for the tenant spelled `a%3Ab`: the same _id, another tenant.
+    const records = t.db.collection<IdempotencyRecord>('idempotency_records');
+    expect((await records.updateOne({ tenant: 'a:b' }, { $set: { tenant: 'a%3Ab' } })).modifiedCount).toBe(1);
+    await expect(service.lookUpEarly(key, 'a:b', body)).rejects.toThrow(IdempotencyKeyReusedError);
+    await expect(service.execute(service.requestFor(key, 'a:b', body), work)).rejects.toThrow(IdempotencyKeyReusedError);
+    expect(await widgets.countDocuments()).toBe(1);
+    expect(await records.countDocuments()).toBe(1);
+  });
+
   it('after a response schema version bump, a retry of a key used before the bump is not executed again', async () => {
     const before = await service.execute(request({ schemaVersion: 1 }), work);
     const after = await service.execute(request({ schemaVersion: 2 }), work);

@@ -267,11 +267,18 @@ export class IdempotencyService {
    * on different versions meet on one _id and the claim insert decides; a
    * live record under an id of an earlier release still owns the key.
    */
-  private findOwner(
+  private async findOwner(
     recordId: string,
     request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>,
   ): Promise<IdempotencyRecord | null> {
-    return this.records.findOwner(recordId, legacyScopeKeys(this.scopeOf(request), request.schemaVersion), this.clock.now());
+    const record = await this.records.findOwner(recordId, legacyScopeKeys(this.scopeOf(request), request.schemaVersion), this.clock.now());
+    // An id names one scope, except across the 0.1 -> 0.2 upgrade: 0.1 kept a tenant raw in its ids, so its record for
+    // a tenant spelled `a%3Ab` has the id tenant `a:b`'s key has now. Never another scope's answer, nor its work:
+    // the key is refused as used for another request (it is, by the other tenant).
+    if (record && (record.tenant !== request.tenant || record.operation !== request.operation || record.clientKey !== request.clientKey)) {
+      throw new IdempotencyKeyReusedError();
+    }
+    return record;
   }
 
   /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */
