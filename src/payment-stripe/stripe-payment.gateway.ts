@@ -133,8 +133,12 @@ export class StripePaymentGateway extends PaymentGateway {
     // requires_capture: an authorization under a key whose order waits in `processing` (a manual create the reaper found
     // processing while it waited on the customer): nobody will capture it, so it is released - never still_processing forever.
     if (['processing', 'requires_action', 'requires_confirmation', 'requires_capture'].includes(current.status)) {
+      // One cancel key per status it is sent from: Stripe keeps a refusal (400, with the intent as it was) under its key
+      // for 24 h, so a key shared by every look would answer a processing payment's refusal to the authorization it
+      // became - kept, still_processing, for a day. The same status again is the same request, and its replay holds.
+      const idempotencyKey = `${chargeKey}:expire:${current.status}`;
       const canceled = await this.call('payment_intents.cancel', chargeKey, () =>
-        this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${chargeKey}:expire` }),
+        this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey }),
       );
       // Stripe cannot cancel most payments once processing: the answer is the intent as it stands.
       if ('invalid' in canceled && canceled.invalid.payment_intent) current = canceled.invalid.payment_intent;

@@ -171,6 +171,31 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
       expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'canceled' });
       expect(intentsOf(key).map((pi) => pi.status)).toEqual(['canceled']);
     });
+
+    it('a cancel Stripe refused while the payment was processing does not answer for it later: the authorization it became is released', async () => {
+      const key = newKey();
+      await stripe.paymentIntents.create(
+        {
+          amount: 2500,
+          currency: 'usd',
+          capture_method: 'manual',
+          confirm: true,
+          payment_method: 'pm_card_async',
+          allowed_payment_method_types: ['card'],
+          metadata: { charge_key: key },
+        },
+        { idempotencyKey: `async-${key}` },
+      );
+      expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'still_processing', method: 'card' });
+      // Stripe keeps that 400 (and the intent as it was) under the cancel's key for 24 h.
+      const refused = fake.requests.filter((r) => r.path.endsWith('/cancel')).map((r) => r.status);
+      expect(refused).toEqual([400]);
+      // As Stripe moves a manual-capture payment on once it has processed: an authorization nobody will capture.
+      const [intent] = intentsOf(key);
+      Object.assign(intent, { status: 'requires_capture', amount_capturable: 2500 });
+      expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'canceled' });
+      expect(intentsOf(key).map((pi) => [pi.status, pi.cancellation_reason])).toEqual([['canceled', 'abandoned']]);
+    });
   });
 
   describe('a 5xx Stripe stored under an operation key', () => {
