@@ -65,6 +65,20 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
   /** PaymentIntents that took or hold money. */
   const moneyUnder = (chargeKey: string) =>
     intentsOf(chargeKey).filter((pi) => ['succeeded', 'requires_capture'].includes(pi.status as string));
+  /** A manual-capture PaymentIntent under the charge key's metadata, sent straight to Stripe (not journaled by the adapter). */
+  const manualIntentOutsideUs = (key: string, paymentMethod: string) =>
+    stripe.paymentIntents.create(
+      {
+        amount: 2500,
+        currency: 'usd',
+        capture_method: 'manual',
+        confirm: true,
+        payment_method: paymentMethod,
+        allowed_payment_method_types: ['card'],
+        metadata: { charge_key: key },
+      },
+      { idempotencyKey: `outside-${key}` },
+    );
   const create = (key: string, overrides: Record<string, unknown>) =>
     t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody(overrides));
   const order = (orderId: string) => t.db.collection('orders').findOne({ _id: orderId as never });
@@ -155,18 +169,7 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
 
     it('a PaymentIntent left in requires_action (sent without error_on_requires_action) is canceled by the processing bound', async () => {
       const key = newKey();
-      await stripe.paymentIntents.create(
-        {
-          amount: 2500,
-          currency: 'usd',
-          capture_method: 'manual',
-          confirm: true,
-          payment_method: 'pm_card_threeDSecure2Required',
-          allowed_payment_method_types: ['card'],
-          metadata: { charge_key: key },
-        },
-        { idempotencyKey: `legacy-${key}` },
-      );
+      await manualIntentOutsideUs(key, 'pm_card_threeDSecure2Required');
       expect(intentsOf(key).map((pi) => pi.status)).toEqual(['requires_action']);
       expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'canceled' });
       expect(intentsOf(key).map((pi) => pi.status)).toEqual(['canceled']);
@@ -174,18 +177,7 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
 
     it('a cancel Stripe refused while the payment was processing does not answer for it later: the authorization it became is released', async () => {
       const key = newKey();
-      await stripe.paymentIntents.create(
-        {
-          amount: 2500,
-          currency: 'usd',
-          capture_method: 'manual',
-          confirm: true,
-          payment_method: 'pm_card_async',
-          allowed_payment_method_types: ['card'],
-          metadata: { charge_key: key },
-        },
-        { idempotencyKey: `async-${key}` },
-      );
+      await manualIntentOutsideUs(key, 'pm_card_async');
       expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'still_processing', method: 'card' });
       // Stripe keeps that 400 (and the intent as it was) under the cancel's key for 24 h.
       const refused = fake.requests.filter((r) => r.path.endsWith('/cancel')).map((r) => r.status);
