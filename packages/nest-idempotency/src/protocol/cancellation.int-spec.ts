@@ -4,7 +4,7 @@ import { startModuleApp, type ModuleApp } from '../../test/support/module-app.js
 import { TransactionRunner } from '../store/transaction-runner.js';
 import { fingerprintRequest } from './fingerprint.js';
 import { IdempotencyAttempts } from './attempts.js';
-import { IdempotencyKeyCanceledError, LeaseLostError } from '../errors.js';
+import { IdempotencyKeyCanceledError, IdempotencyKeyReusedError, LeaseLostError } from '../errors.js';
 import type { IdempotencyRecord, Lease } from './record.js';
 import { IdempotencyReaper } from '../recovery/reaper.js';
 import { IdempotencyService, type IdempotentRequest, type IdempotentWork } from './idempotency.service.js';
@@ -96,6 +96,17 @@ describe('IdempotencyCancellation with a minimal consumer', () => {
     expect(ran).toBe(0);
     const [record] = await records.find({}).toArray();
     expect(record).toMatchObject({ status: 'canceled', attempt: 1, lease: null, cancellation: { outcome: 'never_run' } });
+  });
+
+  it("never cancels another tenant's record that has this key's id (0.1 kept tenants raw: `a%3Ab`'s id is `a:b`'s now)", async () => {
+    await service.execute({ ...request(), tenant: 'a:b' }, work);
+    // The record as 0.1 would have written it for the tenant spelled `a%3Ab`: the same _id, another tenant.
+    expect((await records.updateOne({ tenant: 'a:b' }, { $set: { tenant: 'a%3Ab' } })).modifiedCount).toBe(1);
+    await expect(cancellation.cancel('a:b', 'widgets.create', 'k-1')).rejects.toThrow(IdempotencyKeyReusedError);
+    expect(settled).toEqual([]);
+    const [record] = await records.find({}).toArray();
+    expect(record).toMatchObject({ tenant: 'a%3Ab', status: 'complete' });
+    expect(record.cancellation ?? null).toBeNull();
   });
 
   it('answered: the canceler undoes it once with the undo key; a repeat answers the same view and calls nothing', async () => {

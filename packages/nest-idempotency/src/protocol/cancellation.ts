@@ -8,7 +8,7 @@ import { IdempotencyRecordRepository, leaseOf, RecordRaceLostError } from '../st
 import { TransactionRunner } from '../store/transaction-runner.js';
 import { isWriteConflict } from '../store/mongo-errors.js';
 import { deriveClaimId, scopeKey } from './ids.js';
-import { newLease, type IdempotencyRecord, type Lease, type RecordCancellation } from './record.js';
+import { newLease, ownRecord, type IdempotencyRecord, type Lease, type RecordCancellation } from './record.js';
 import { retryAfterSeconds } from './timing.js';
 
 /** What a cancel is about: one attempt of the key (its claim id names the consumer's resources). */
@@ -139,7 +139,11 @@ export class IdempotencyCancellation {
     if (!canceler) throw new Error(`No canceler registered for operation "${operation}"`);
     const recordId = scopeKey({ tenant, operation, clientKey, service: this.config.serviceName });
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const record = await this.metrics.timeStore('cancel_lookup', () => this.records.findById(recordId));
+      const record = ownRecord(await this.metrics.timeStore('cancel_lookup', () => this.records.findById(recordId)), {
+        tenant,
+        operation,
+        clientKey,
+      });
       const view = await this.onRecord(record, recordId, { tenant, operation, clientKey }, canceler).catch((error: unknown) => {
         // Someone changed the record first (a claim, a finish, a repeat of this cancel): read it again.
         if (error instanceof RecordRaceLostError || error instanceof LeaseLostError || isWriteConflict(error)) return null;

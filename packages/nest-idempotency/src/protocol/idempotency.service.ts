@@ -29,7 +29,7 @@ import { IdempotencyAttempts } from './attempts.js';
 import { IdempotencyClaims } from './claims.js';
 import { IdempotencyRecordRepository } from '../store/record.repository.js';
 import { LateRetries } from './tombstones.js';
-import { answeredAt, decide } from './record.js';
+import { answeredAt, decide, ownRecord } from './record.js';
 import { erasedResponse, StoredResponses } from './stored-responses.js';
 import { InFlightWaiters } from './in-flight-waiters.js';
 import { IdempotencyFastPath, type CachedAnswer } from '../fast-path/fast-path.js';
@@ -272,13 +272,12 @@ export class IdempotencyService {
     request: Pick<IdempotentRequest, 'tenant' | 'operation' | 'clientKey' | 'schemaVersion'>,
   ): Promise<IdempotencyRecord | null> {
     const record = await this.records.findOwner(recordId, legacyScopeKeys(this.scopeOf(request), request.schemaVersion), this.clock.now());
-    // An id names one scope, except across the 0.1 -> 0.2 upgrade: 0.1 kept a tenant raw in its ids, so its record for
-    // a tenant spelled `a%3Ab` has the id tenant `a:b`'s key has now. Never another scope's answer, nor its work:
-    // the key is refused as used for another request (it is, by the other tenant).
-    if (record && (record.tenant !== request.tenant || record.operation !== request.operation || record.clientKey !== request.clientKey)) {
-      throw new IdempotencyKeyReusedError();
+    try {
+      return ownRecord(record, request);
+    } catch (error) {
+      this.count(request, 'payload_mismatch');
+      throw error;
     }
-    return record;
   }
 
   /** A finished key past retention whose request is new (another body, or no tombstone): claimed afresh. */

@@ -3,6 +3,7 @@ import { type Fingerprint, isErasedFingerprint, matchesAnyBody, sameFingerprint 
 /** The stored fingerprint's shape, here for store/, which imports types from this file only. */
 export type { Fingerprint };
 import { randomUUID } from 'node:crypto';
+import { IdempotencyKeyReusedError } from '../errors.js';
 
 /**
  * `canceled`: the key was canceled (IdempotencyCancellation): whatever it
@@ -235,4 +236,22 @@ export interface FinishedKey {
   clientKey: string;
   fingerprint: Fingerprint;
   subject: string | null;
+}
+
+/**
+ * The record read by this key's id, if it is this key's: an id names one
+ * scope, except across the 0.1 -> 0.2 upgrade. 0.1 kept a tenant raw in its
+ * ids, so its record for a tenant spelled `a%3Ab` has the id tenant `a:b`'s
+ * key has now. Another scope's record is never answered with, resumed or
+ * canceled: the key is refused as used for another request (it was, by the
+ * other tenant), until that record is purged.
+ */
+export function ownRecord<R extends Pick<IdempotencyRecord, 'tenant' | 'operation' | 'clientKey'>>(
+  record: R | null,
+  scope: { tenant: string; operation: string; clientKey: string },
+): R | null {
+  if (record && (record.tenant !== scope.tenant || record.operation !== scope.operation || record.clientKey !== scope.clientKey)) {
+    throw new IdempotencyKeyReusedError();
+  }
+  return record;
 }
