@@ -44,64 +44,76 @@ function requestFields(
   };
 }
 
+/**
+ * The request log's pino-http options: one line per request, summarised by
+ * route pattern, with what only its end knows; refusals sampled. Apart from
+ * the module for its spec, which reads the lines of a real server.
+ */
+export function requestLogOptions(
+  config: Pick<AppConfig, 'logLevel' | 'logFormat' | 'logRefusedPerSecond'>,
+  idempotency: Pick<IdempotencyConfig, 'digestKey'>,
+) {
+  // A subkey of PRIVACY_DIGEST_KEY (required wherever there is a real store): log digests never equal the stored ones.
+  const digestKey = logDigestKey(idempotency.digestKey);
+  const refusals = new RefusalLogSampler(config.logRefusedPerSecond);
+  const skippedBefore = new WeakMap<ServerResponse, number>();
+  return {
+    level: config.logLevel,
+    // pino-pretty renders the same records for a person (in a worker thread: the request path stays JSON-cheap).
+    transport:
+      config.logFormat === 'pretty' ? { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l' } } : undefined,
+    // Never log secrets, card tokens, raw keys, the URL (customer ids, keys in paths) or its query string:
+    // requests are summarised by route pattern (`/v1/customers/:customerId/data`), not dumped.
+    serializers: {
+      // Bound when the request starts, before any route is matched: the route pattern comes with requestFields.
+      req: (request: { id: string; method: string }) => ({ id: request.id, method: request.method }),
+      // No status before the headers went out (an aborted request): the response's default (200, or the 201 Nest
+      // sets before a POST's handler runs) would read as a success. pino's standard serializer says null too.
+      res: (response: ServerResponse) => ({ statusCode: response.headersSent ? response.statusCode : null }),
+      err: stdSerializers.err,
+    },
+    // They are handed Node's request and response as they are: wrapped (the default), pino's standard
+    // serializers first copied the URL, query and every header of each request, for the two fields kept.
+    wrapSerializers: false,
+    // What only the end of a request knows (route, tenant, operation, key digest), added to the line itself.
+    // Not customProps: pino-http then built a child logger per request at the end (and compared bindings
+    // as strings), ~6% of a read's CPU in the bench's profile, for fields logged once.
+    customSuccessObject: (request: IncomingMessage, response: ServerResponse, line: object) => ({
+      ...line,
+      ...requestFields(request, response, digestKey, skippedBefore),
+    }),
+    customErrorObject: (request: IncomingMessage, response: ServerResponse, _error: Error, line: object) => ({
+      ...line,
+      ...requestFields(request, response, digestKey, skippedBefore),
+    }),
+    // No `redact`: the serializers above are the only way a request or a response reaches a line, and they
+    // keep the request id, method and status - no header, so no Authorization or Idempotency-Key, ever
+    // (test/process/logging.e2e-spec.ts reads every line for them). Redaction re-cloned each line for nothing.
+    // A 4xx is the client's doing (or an attacker's), not ours: info, and sampled (RefusalLogSampler).
+    customLogLevel: (_: IncomingMessage, response: ServerResponse, error?: Error) => {
+      if (error || response.statusCode >= 500) return 'error';
+      if (response.statusCode < 400) return 'info';
+      const decision = refusals.admit();
+      if (!decision.log) return 'silent';
+      if (decision.skippedBefore > 0) skippedBefore.set(response, decision.skippedBefore);
+      return 'info';
+    },
+    autoLogging: {
+      // Asked before any route is matched: the path alone (no query) is compared, never logged.
+      ignore: (request: IncomingMessage) => {
+        const path = (request.url ?? '').split('?')[0];
+        return path === '/health/live' || path === '/metrics';
+      },
+    },
+  } satisfies Options;
+}
+
 @Module({
   imports: [
     LoggerModule.forRootAsync({
       inject: [appConfig.KEY, idempotencyConfig.KEY],
       useFactory: (config: AppConfig, idempotency: IdempotencyConfig) => {
-        // A subkey of PRIVACY_DIGEST_KEY (required wherever there is a real store): log digests never equal the stored ones.
-        const digestKey = logDigestKey(idempotency.digestKey);
-        const refusals = new RefusalLogSampler(config.logRefusedPerSecond);
-        const skippedBefore = new WeakMap<ServerResponse, number>();
-        const options = {
-          level: config.logLevel,
-          // pino-pretty renders the same records for a person (in a worker thread: the request path stays JSON-cheap).
-          transport:
-            config.logFormat === 'pretty'
-              ? { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l' } }
-              : undefined,
-          // Never log secrets, card tokens, raw keys, the URL (customer ids, keys in paths) or its query string:
-          // requests are summarised by route pattern (`/v1/customers/:customerId/data`), not dumped.
-          serializers: {
-            // Bound when the request starts, before any route is matched: the route pattern comes with requestFields.
-            req: (request: { id: string; method: string }) => ({ id: request.id, method: request.method }),
-            res: (response: { statusCode: number }) => ({ statusCode: response.statusCode }),
-            err: stdSerializers.err,
-          },
-          // They are handed Node's request and response as they are: wrapped (the default), pino's standard
-          // serializers first copied the URL, query and every header of each request, for the two fields kept.
-          wrapSerializers: false,
-          // What only the end of a request knows (route, tenant, operation, key digest), added to the line itself.
-          // Not customProps: pino-http then built a child logger per request at the end (and compared bindings
-          // as strings), ~6% of a read's CPU in the bench's profile, for fields logged once.
-          customSuccessObject: (request: IncomingMessage, response: ServerResponse, line: object) => ({
-            ...line,
-            ...requestFields(request, response, digestKey, skippedBefore),
-          }),
-          customErrorObject: (request: IncomingMessage, response: ServerResponse, _error: Error, line: object) => ({
-            ...line,
-            ...requestFields(request, response, digestKey, skippedBefore),
-          }),
-          // No `redact`: the serializers above are the only way a request or a response reaches a line, and they
-          // keep the request id, method and status - no header, so no Authorization or Idempotency-Key, ever
-          // (test/process/logging.e2e-spec.ts reads every line for them). Redaction re-cloned each line for nothing.
-          // A 4xx is the client's doing (or an attacker's), not ours: info, and sampled (RefusalLogSampler).
-          customLogLevel: (_: IncomingMessage, response: ServerResponse, error?: Error) => {
-            if (error || response.statusCode >= 500) return 'error';
-            if (response.statusCode < 400) return 'info';
-            const decision = refusals.admit();
-            if (!decision.log) return 'silent';
-            if (decision.skippedBefore > 0) skippedBefore.set(response, decision.skippedBefore);
-            return 'info';
-          },
-          autoLogging: {
-            // Asked before any route is matched: the path alone (no query) is compared, never logged.
-            ignore: (request: IncomingMessage) => {
-              const path = (request.url ?? '').split('?')[0];
-              return path === '/health/live' || path === '/metrics';
-            },
-          },
-        } satisfies Options;
+        const options = requestLogOptions(config, idempotency);
         if (options.transport) return { pinoHttp: options };
         // JSON lines to stdout without blocking: a synchronous write per line was a syscall inside every request
         // (~8% of a read's CPU in the bench's profile), and an asynchronous write per line still cost most of it
