@@ -140,9 +140,12 @@ export class StripePaymentGateway extends PaymentGateway {
       const canceled = await this.call('payment_intents.cancel', chargeKey, () =>
         this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey }),
       );
-      // Stripe cannot cancel most payments once processing: the answer is the intent as it stands.
-      if ('invalid' in canceled && canceled.invalid.payment_intent) current = canceled.invalid.payment_intent;
-      else if ('ok' in canceled) current = canceled.ok;
+      // Stripe cannot cancel most payments once processing: the answer is the intent as it stands - the one just
+      // read, unless the refusal shows it moved on since (a replayed refusal carries the intent of its first day).
+      if ('invalid' in canceled && canceled.invalid.payment_intent) {
+        const refusedAt = canceled.invalid.payment_intent;
+        if (refusedAt.status !== current.status) current = refusedAt;
+      } else if ('ok' in canceled) current = canceled.ok;
       else throw new StripeUnexpectedAnswerError(`cancel of ${current.id}: ${describe(canceled)}`);
     }
     const outcome = this.intentOutcome(current);
