@@ -3,7 +3,6 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import {
-  allStatusCheck,
   formatPeerComparison,
   isPeerRow,
   parseCommandStats,
@@ -12,6 +11,7 @@ import {
   peerScenarioId,
   peerTitle,
 } from './peers-report.js';
+import { allStatusCheck } from './report.js';
 import { peerInstallProblems } from './peers.js';
 import {
   computeRatios,

@@ -4,7 +4,7 @@
  * processes; bench/peers-report.spec.ts tests this file. Types only from report.ts (it imports
  * formatPeerComparison from here: no import cycle at run time).
  */
-import type { CheckResult, Ratio, ScenarioResult } from './report.js';
+import { statusSummary, type CheckResult, type Ratio, type ScenarioResult } from './report.js';
 
 /** The peer's two storages, each its own process: `@node-idempotency/nestjs` with memory or Redis storage. */
 export const PEER_STORAGES = ['memory', 'redis'] as const;
@@ -63,24 +63,11 @@ export function peerReplayCheck(
     : { ok: false, detail: `${problems.join('; ')} ${counted}` };
 }
 
-/** Every answer `status`, no connection error. */
-export function allStatusCheck(measured: Pick<ScenarioResult, 'requests' | 'errors' | 'statusCounts'>, status: string): CheckResult {
-  if (measured.requests === 0) return { ok: false, detail: `no response within the run; ${measured.errors} errors` };
-  const ok = measured.errors === 0 && Object.keys(measured.statusCounts).every((seen) => seen === status);
-  return { ok, detail: ok ? `all ${status}` : `${statusSummary(measured.statusCounts)}; ${measured.errors} errors` };
-}
-
 /** `INFO commandstats` of redis-server: calls per command (`cmdstat_set:calls=12,...` -> { set: 12 }). */
 export function parseCommandStats(info: string): Record<string, number> {
   const calls: Record<string, number> = {};
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1].toLowerCase()] = Number(match[2]);
   return calls;
-}
-
-function statusSummary(counts: Record<string, number>): string {
-  return Object.entries(counts)
-    .map(([status, count]) => `${status}: ${count}`)
-    .join(', ');
 }
 
 /**

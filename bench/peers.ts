@@ -18,7 +18,6 @@ import { CommandCounter } from './command-counter.js';
 import { runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
   PEER_STORAGES,
-  allStatusCheck,
   isPeerRow,
   parseCommandStats,
   peerName,
@@ -29,9 +28,8 @@ import {
   type ReplayTally,
 } from './peers-report.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
-import type { ScenarioResult } from './report.js';
-import { idleCpuRate } from './cpu.js';
-import { startService, type ServiceOptions, type ServiceProcess } from './service.js';
+import { allStatusCheck, type ScenarioResult } from './report.js';
+import { resampleIdleCpu, startService, type ServiceOptions, type ServiceProcess } from './service.js';
 import type { BenchStore } from './store.js';
 
 /** A measured load run, as run.ts's measure() returns it. */
@@ -92,8 +90,7 @@ export async function peerRows(run: PeerRun): Promise<ScenarioResult[]> {
     const started = await Promise.allSettled(storages.map((storage) => startPeer(run, storage, redisUrl, stops)));
     // Idle CPU again once both have booted (as run.ts does for ours before each step): sampled at a boot, it is the boot's tail.
     const up = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
-    const idle = await Promise.all(up.map((peer) => idleCpuRate(peer.pid, 3000)));
-    up.forEach((peer, index) => (peer.idleCpuMsPerSecond = idle[index]));
+    const idle = await resampleIdleCpu(up);
     run.progress(`  peers: idle CPU ${idle.map((rate) => rate.toFixed(1)).join(' / ')} ms per second`);
     const rows: ScenarioResult[] = [];
     for (const [index, outcome] of started.entries()) {

@@ -878,3 +878,22 @@ export function parseResults(json: string): BenchResults {
     ratios: array(root.ratios, '$.ratios').map((r, i) => parseRatio(r, `$.ratios[${i}]`)),
   };
 }
+
+/** Every answer `status`, no connection error (our rows' check and the peers'). */
+export function allStatusCheck(measured: Pick<ScenarioResult, 'requests' | 'errors' | 'statusCounts'>, status: string): CheckResult {
+  if (measured.requests === 0) return { ok: false, detail: `no response within the run; ${measured.errors} errors` };
+  const ok = measured.errors === 0 && onlyStatuses(measured, [status]);
+  return { ok, detail: ok ? `all ${status}` : `${statusSummary(measured.statusCounts)}; ${measured.errors} errors` };
+}
+
+/** Whether every answer of a row had one of these statuses. */
+export function onlyStatuses(measured: Pick<ScenarioResult, 'statusCounts'>, allowed: string[]): boolean {
+  return Object.keys(measured.statusCounts).every((status) => allowed.includes(status));
+}
+
+/** `201: 40, 409: 2`: a row's answers by status. */
+export function statusSummary(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .map(([status, count]) => `${status}: ${count}`)
+    .join(', ');
+}

@@ -30,6 +30,9 @@ import {
   tallyRefundAnswer,
   webhookFigures,
   ratioDefinitions,
+  allStatusCheck,
+  onlyStatuses,
+  statusSummary,
   resultsFileName,
   runPassed,
   REDIS_ID_SUFFIX,
@@ -44,14 +47,14 @@ import {
 } from './report.js';
 import { renderChart, renderHistoryChart } from './chart.js';
 import { CommandCounter, perRequest } from './command-counter.js';
-import { cpuMeter, idleCpuRate } from './cpu.js';
+import { cpuMeter } from './cpu.js';
 import { floorCreateLoop, startFloor } from './floor.js';
 import { mergeRounds } from './rounds.js';
 import { formatFrames, topFrames, topFramesIn, topOwnersIn, type CpuProfile, type ProfileWindow } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
 import { peerPackageVersions, peerRows, type PeerRun } from './peers.js';
 import { peerRatioDefinitions } from './peers-report.js';
-import { BENCH_RATE_LIMITS, sleep, startService, type ServiceProcess } from './service.js';
+import { BENCH_RATE_LIMITS, resampleIdleCpu, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 
 /** dist/bench/run.js -> the repository root. */
@@ -297,22 +300,6 @@ function storeMeter(target: ServiceProcess): (requests: number) => { store?: Sto
   };
 }
 
-function statusSummary(counts: Record<string, number>): string {
-  return Object.entries(counts)
-    .map(([status, count]) => `${status}: ${count}`)
-    .join(', ');
-}
-
-function onlyStatuses(measured: LoadMeasurement, allowed: string[]): boolean {
-  return Object.keys(measured.statusCounts).every((status) => allowed.includes(status));
-}
-
-function allStatus(measured: LoadMeasurement, status: string): CheckResult {
-  if (measured.requests === 0) return { ok: false, detail: `no response within the run; ${measured.errors} errors` };
-  const ok = measured.errors === 0 && onlyStatuses(measured, [status]);
-  return { ok, detail: ok ? `all ${status}` : `${statusSummary(measured.statusCounts)}; ${measured.errors} errors` };
-}
-
 /**
  * Empty store, warm-up run (discarded), wait for the warm-up's requests still
  * inside the service, empty store again, measured run, wait again. The
@@ -441,13 +428,13 @@ async function createUniqueKeys(bench: Bench, concurrency: number, layer: 'on' |
     `create c${concurrency}, layer ${layer}`,
   );
   return layer === 'on'
-    ? scenario(scenarioId.create(concurrency), 'create, unique keys', concurrency, measured, allStatus(measured, '201'))
+    ? scenario(scenarioId.create(concurrency), 'create, unique keys', concurrency, measured, allStatusCheck(measured, '201'))
     : scenario(
         scenarioId.createLayerOff(concurrency),
         'create, unique keys, idempotency layer OFF',
         concurrency,
         measured,
-        allStatus(measured, '201'),
+        allStatusCheck(measured, '201'),
       );
 }
 
@@ -548,12 +535,12 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   return [
     scenario(scenarioId.replay(c), 'replay of completed keys', c, replayed.measured, replayCheck(replayed)),
     scenario(scenarioId.replayLimitsOff(c), 'replay, rate limits OFF', c, replayedNoLimits.measured, replayCheck(replayedNoLimits)),
-    scenario(scenarioId.get(c), 'GET /v1/orders/:id (same orders)', c, got, allStatus(got, '200')),
-    scenario(scenarioId.getLimitsOff(c), 'GET /v1/orders/:id, rate limits OFF', c, gotNoLimits, allStatus(gotNoLimits, '200')),
-    scenario(scenarioId.readFloor(c), 'read floor: Fastify + findOne by _id', c, floorRead, allStatus(floorRead, '200')),
-    scenario(scenarioId.health(c), 'GET /health/live', c, live, allStatus(live, '200')),
-    scenario(scenarioId.healthLimitsOff(c), 'GET /health/live, rate limits OFF', c, liveNoLimits, allStatus(liveNoLimits, '200')),
-    scenario(scenarioId.helloFloor(c), 'hello floor: bare Fastify route', c, hello, allStatus(hello, '200')),
+    scenario(scenarioId.get(c), 'GET /v1/orders/:id (same orders)', c, got, allStatusCheck(got, '200')),
+    scenario(scenarioId.getLimitsOff(c), 'GET /v1/orders/:id, rate limits OFF', c, gotNoLimits, allStatusCheck(gotNoLimits, '200')),
+    scenario(scenarioId.readFloor(c), 'read floor: Fastify + findOne by _id', c, floorRead, allStatusCheck(floorRead, '200')),
+    scenario(scenarioId.health(c), 'GET /health/live', c, live, allStatusCheck(live, '200')),
+    scenario(scenarioId.healthLimitsOff(c), 'GET /health/live, rate limits OFF', c, liveNoLimits, allStatusCheck(liveNoLimits, '200')),
+    scenario(scenarioId.helloFloor(c), 'hello floor: bare Fastify route', c, hello, allStatusCheck(hello, '200')),
   ];
 }
 
@@ -706,7 +693,7 @@ async function growth(bench: Bench): Promise<ScenarioResult[]> {
         ok: replay.tally.other === 0 && replayed.requests > 0,
         detail: `${replay.tally.replayed} replayed, ${replay.tally.other} not`,
       }),
-      scenario(`growth-create-${size}`, `create, ${size} records`, concurrency, created, allStatus(created, '201')),
+      scenario(`growth-create-${size}`, `create, ${size} records`, concurrency, created, allStatusCheck(created, '201')),
     );
   }
   await store.clean();
@@ -1187,20 +1174,12 @@ async function runScenarios(bench: Bench, record: (result: ScenarioResult, secon
   }
 }
 
-/**
- * Each process's idle CPU again, all at once, before each step: what is
- * left out of its CPU per request. Sampled once at boot, it was the boot's
- * tail (four processes starting on two cores): 65 ms/s for a service that
- * idles at 16-20 ms/s alone, which charged every request of a window with
- * less than its own CPU - 4-7% of a read, a third of a create on the emulator.
- */
+/** Idle CPU sampled again before each step (bench/service.ts resampleIdleCpu): what the step's rows leave out. */
 async function remeasureIdle(bench: Bench): Promise<void> {
   const processes = [bench.service, bench.layerOff, bench.limitsOff, bench.floor, ...(bench.redisService ? [bench.redisService] : [])];
-  const rates = await Promise.all(processes.map((target) => idleCpuRate(target.pid, IDLE_SAMPLE_MS)));
-  processes.forEach((target, index) => (target.idleCpuMsPerSecond = rates[index]));
+  const rates = await resampleIdleCpu(processes);
   progress(`  idle CPU now: ${rates.map((rate) => rate.toFixed(1)).join(' / ')} ms per second`);
 }
-const IDLE_SAMPLE_MS = 3000;
 
 const benchStarted = Date.now();
 /** A line with the time since the start: what the benchmark is doing now. */
