@@ -40,8 +40,13 @@ export interface ProfileWindow {
  * whole run, so the frames are that path's and not those of the rows around it.
  */
 export function topFramesIn(profile: CpuProfile, count: number, root: string, windows: ProfileWindow[]): Frame[] {
+  return rank(profile, count, root, inWindows(profile, windows));
+}
+
+/** Whether a sample, by its time since the profile's start, falls inside one of the windows. */
+function inWindows(profile: CpuProfile, windows: ProfileWindow[]): (elapsedUs: number) => boolean {
   const start = profile.startTime ?? 0;
-  return rank(profile, count, root, (elapsedUs) => windows.some((w) => start + elapsedUs >= w.fromUs && start + elapsedUs < w.toUs));
+  return (elapsedUs) => windows.some((w) => start + elapsedUs >= w.fromUs && start + elapsedUs < w.toUs);
 }
 
 /**
@@ -53,14 +58,7 @@ export function topFramesIn(profile: CpuProfile, count: number, root: string, wi
  * how much of a request is the router, the driver, the logger.
  */
 export function topOwnersIn(profile: CpuProfile, count: number, root: string, windows: ProfileWindow[]): Frame[] {
-  const start = profile.startTime ?? 0;
-  return rank(
-    profile,
-    count,
-    root,
-    (elapsedUs) => windows.some((w) => start + elapsedUs >= w.fromUs && start + elapsedUs < w.toUs),
-    ownerName,
-  );
+  return rank(profile, count, root, inWindows(profile, windows), ownerName);
 }
 
 function rank(
