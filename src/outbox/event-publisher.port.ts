@@ -1,5 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
+import { toCloudEvent } from './cloud-event.js';
+import type { DeliveredEvent, EventSubscriber, Subscription } from './event-subscriber.port.js';
 import type { OutboxEvent } from './outbox-event.js';
 
 /**
@@ -13,6 +15,8 @@ export interface PublishedEvent {
   tenant: string;
   aggregateId: string;
   schemaVersion: number;
+  /** The event's position among its aggregate's events in commit order, from 1. Absent on events an earlier release wrote. */
+  sequence?: number;
   payload: Record<string, unknown>;
   occurredAt: string;
 }
@@ -22,16 +26,44 @@ export abstract class EventPublisher {
   abstract publish(event: PublishedEvent): Promise<void>;
 }
 
-/** Default: one log line per event and an in-process emitter that tests and local consumers subscribe to. */
+/**
+ * Default without a broker: one log line per event, an in-process emitter
+ * that tests and local consumers listen on, and the in-process side of
+ * EventSubscriber. A publish resolves once every subscriber's handler has
+ * resolved and throws when one throws, so the relay retries the event later
+ * (every subscriber gets it again and deduplicates on its id): at least once,
+ * as on the broker, but only while this process lives.
+ */
 @Injectable()
-export class LogEventPublisher extends EventPublisher {
+export class LogEventPublisher extends EventPublisher implements EventSubscriber {
   private readonly logger = new Logger('Events');
   readonly emitter = new EventEmitter();
+  private readonly subscribers = new Map<string, (batch: DeliveredEvent[]) => Promise<void>>();
+  /** Times each event went to the subscribers before: the in-process `redeliveries`. */
+  private readonly deliveries = new Map<string, number>();
 
-  publish(event: PublishedEvent): Promise<void> {
+  async publish(event: PublishedEvent): Promise<void> {
     this.logger.log({ msg: 'event published', eventId: event.id, type: event.type, tenant: event.tenant });
     this.emitter.emit(event.type, event);
-    return Promise.resolve();
+    if (this.subscribers.size === 0) return;
+    const redeliveries = this.deliveries.get(event.id) ?? 0;
+    this.deliveries.set(event.id, redeliveries + 1);
+    const batch = [{ event: toCloudEvent(event), redeliveries }];
+    const results = await Promise.allSettled([...this.subscribers.values()].map((handle) => handle(batch)));
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    this.deliveries.delete(event.id);
+  }
+
+  subscribe(consumer: string, handle: (batch: DeliveredEvent[]) => Promise<void>): Promise<Subscription> {
+    if (this.subscribers.has(consumer)) throw new Error(`in-process consumer ${consumer} is already subscribed`);
+    this.subscribers.set(consumer, handle);
+    return Promise.resolve({
+      stop: () => {
+        this.subscribers.delete(consumer);
+        return Promise.resolve();
+      },
+    });
   }
 }
 
