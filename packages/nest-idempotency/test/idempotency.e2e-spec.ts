@@ -101,11 +101,18 @@ describe.each(ADAPTERS)('the package on a fixture app (widgets: closed, settings
     expect(await records().countDocuments()).toBe(1);
   });
 
-  it('validates after the key: a bad body is 400 and leaves the key unused', async () => {
+  it('validates after the key: a bad body is 400 and leaves the key unused; the good body under it 201, then replayed (issue 48)', async () => {
     const bad = await post('w-6', { size: 'XXL' });
     expect(bad.status).toBe(400);
     expect(await records().countDocuments()).toBe(0);
-    expect((await post('w-6', { size: 'S' })).status).toBe(201);
+    const good = await post('w-6', { size: 'S' });
+    expect(good.status).toBe(201);
+    const again = await post('w-6', { size: 'S' });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(good.text);
+    expect(await widgets().countDocuments()).toBe(1);
+    expect(await records().findOne({ clientKey: 'w-6' })).toMatchObject({ status: 'complete', attempt: 1, response: { status: 201 } });
   });
 
   it('a PUT declared open replays like any keyed route while the store is up', async () => {

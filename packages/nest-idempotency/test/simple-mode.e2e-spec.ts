@@ -237,14 +237,36 @@ describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the tr
     expect(await recordOf('n-10')).toMatchObject({ status: 'complete', attempt: 2 });
   });
 
-  it('validation runs after the claim (Nest runs interceptors before pipes): a refused body fails its attempt with nothing stored', async () => {
+  it('a body a pipe refuses gives its claim back (issue 48): 400, no record; the corrected body under that key 201; its retry replays', async () => {
     const refused = await post('n-8', { text: '' });
     expect(refused.status).toBe(400);
     expectRuns(0);
-    expect(await recordOf('n-8')).toMatchObject({ status: 'failed', response: null });
-    // The key stays bound to the body it was first sent with: a corrected body needs a new key.
-    expect((await post('n-8', { text: 'milk' })).status).toBe(422);
-    expect((await post('n-9', { text: 'milk' })).status).toBe(201);
+    // Refused before the handler ran: nothing of the operation began, so the key keeps no record (Stripe saves none either).
+    expect(await recordOf('n-8')).toBeNull();
+    const corrected = await post('n-8', { text: 'milk' });
+    expect(corrected.status).toBe(201);
+    expect(corrected.headers['idempotent-replayed']).toBeUndefined();
+    const again = await post('n-8', { text: 'milk' });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(corrected.text);
+    expectRuns(1);
+    const [note] = await notes().find({}).toArray();
     expect(await notes().countDocuments()).toBe(1);
+    expect(JSON.parse(corrected.text)).toEqual({ id: note._id, text: 'milk' });
+    expect(await recordOf('n-8')).toMatchObject({ status: 'complete', attempt: 1, lease: null, response: { status: 201 } });
+    // Refused again and again: never a record.
+    expect((await post('n-9', { text: '' })).status).toBe(400);
+    expect((await post('n-9', { text: '' })).status).toBe(400);
+    expect(await recordOf('n-9')).toBeNull();
+  });
+
+  it('an error the handler throws after it started still binds the key to its body (the refusal rule is about pipes only)', async () => {
+    behaviour.fail = () => new BadRequestException('the ledger refused it');
+    expect((await post('n-11', { text: 'milk' })).status).toBe(400);
+    expect(await recordOf('n-11')).toMatchObject({ status: 'failed', response: null });
+    behaviour.fail = null;
+    expect((await post('n-11', { text: 'bread' })).status).toBe(422);
+    expect(await notes().countDocuments()).toBe(0);
   });
 });

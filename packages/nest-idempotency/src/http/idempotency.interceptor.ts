@@ -10,7 +10,8 @@ import { idempotencyKeyHeader, parseIdempotencyKey } from './key-header.js';
 import { IdempotencyService, type IdempotentResult } from '../protocol/idempotency.service.js';
 import type { IdempotencyKeyContext } from '../protocol/work.js';
 import type { IdempotentResponse } from '../protocol/record.js';
-import { SingleTransactionWorks } from '../protocol/single-transaction.js';
+import { RefusedBeforeWorkError, SingleTransactionWorks } from '../protocol/single-transaction.js';
+import { runTracingEntry } from './handler-entry.js';
 import { duplicateIntent } from '../protocol/duplicate-guard.js';
 import { nodeRequest, routeParams, routeTemplate, type IdempotentHttpRequest, type IdempotentHttpResponse } from './platform.js';
 
@@ -93,6 +94,8 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
    * the transaction runs both again) and the record's completion in one
    * transaction. The fingerprint is of the body as parsed, before pipes (the
    * claim comes before them): a retry is the same bytes, whatever a pipe does.
+   * A request a pipe refuses never enters the handler: its claim is
+   * withdrawn, and the key is as unused as before it (issue 48).
    */
   private async simple(
     key: IdempotencyKeyContext,
@@ -105,7 +108,10 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     const work = this.single.work(async (session) => {
       state.idempotencySession = session;
       try {
-        return responseOf(await lastValueFrom(next.handle(), { defaultValue: undefined }), reply);
+        const ran = await runTracingEntry(() => lastValueFrom(next.handle(), { defaultValue: undefined }));
+        if ('value' in ran) return responseOf(ran.value, reply);
+        // A pipe refused the request: the handler never ran, so the claim is given back (no record kept).
+        throw ran.entered ? ran.error : new RefusedBeforeWorkError(ran.error);
       } finally {
         state.idempotencySession = undefined;
       }

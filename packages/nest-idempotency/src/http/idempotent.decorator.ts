@@ -3,6 +3,7 @@ import type { IdempotentHttpRequest } from './platform.js';
 import type { ClientSession } from 'mongoose';
 import { IdempotencyKeyInterceptor, keyedState, type IdempotencyKeyContext } from './idempotency.interceptor.js';
 import { IDEMPOTENCY_PHASES_METADATA, IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions } from './route-metadata.js';
+import { markEntry } from './handler-entry.js';
 
 export { IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions };
 
@@ -13,11 +14,14 @@ export { IDEMPOTENT_ROUTE_METADATA, type IdempotentOptions };
  * runs the handler in the transaction that completes the record and stores
  * what it returns (`@IdempotencySession()`); with `@IdempotencyKey()` the
  * handler drives the protocol itself (the phases API). Documentation is `ApiIdempotent()` from
- * `@idempotent-orders/nest-idempotency/openapi`.
+ * `@idempotent-orders/nest-idempotency/openapi`. In simple mode a request
+ * refused before the handler is entered (a pipe's 400) gives its claim back
+ * and leaves no record: the corrected body may use the same key.
  */
 export function Idempotent(options: IdempotentOptions) {
   if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.operation)) throw new Error(`Invalid operation name ${options.operation}`);
-  return applyDecorators(SetMetadata(IDEMPOTENT_ROUTE_METADATA, options), UseInterceptors(IdempotencyKeyInterceptor));
+  // markEntry first: the metadata below is then written on the handler Nest will call.
+  return applyDecorators(markEntry(), SetMetadata(IDEMPOTENT_ROUTE_METADATA, options), UseInterceptors(IdempotencyKeyInterceptor));
 }
 
 const keyParameter = createParamDecorator((_: unknown, context: ExecutionContext): IdempotencyKeyContext => {

@@ -52,6 +52,16 @@ export class IdempotencyAttempts {
   }
 
   /**
+   * Gives a claim back as if it was never made: the record is deleted while
+   * this lease still holds it (simple mode, a request refused before its
+   * handler ran). False when the lease was lost first.
+   */
+  async withdraw(lease: Lease): Promise<boolean> {
+    if (this.config.bypass) return true;
+    return this.metrics.timeStore('withdraw', () => this.records.withdraw(lease));
+  }
+
+  /**
    * The attempt found a document it would write already there with other
    * content (DuplicateClaimError): it cannot finish by retrying. Counted (it
    * pages), noted on the record for the admin API - the reaper then leaves

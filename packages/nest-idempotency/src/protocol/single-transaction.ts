@@ -12,6 +12,20 @@ import type { IdempotentWork } from './work.js';
 export const SINGLE_TRANSACTION_POINT = 'completed';
 
 /**
+ * Thrown by a simple-mode handler's caller when the request was refused
+ * before the handler was entered (a pipe's 400): nothing of the operation
+ * began, so the claim is withdrawn - the record deleted - and `refusal`
+ * goes on to the app's filters. Stripe saves no result for a request that
+ * failed validation; the key stays free for the corrected body.
+ */
+export class RefusedBeforeWorkError extends Error {
+  constructor(readonly refusal: unknown) {
+    super('Refused before the handler ran');
+    this.name = 'RefusedBeforeWorkError';
+  }
+}
+
+/**
  * The whole of a simple-mode operation: its database writes, all with
  * `session`, and the answer to store. It may run more than once (the
  * transaction's transient retries, a retry after a crash), never partly.
@@ -30,6 +44,8 @@ export type SingleTransactionHandler = (session: ClientSession, lease: Lease) =>
  * - retryable (`RetryLaterError`, the `retryable` option's mapping, or a
  *   transient transaction error past its retry budget): 503 + Retry-After,
  *   the lease handed back, the key resumable by the client's retry;
+ * - refused before the handler ran (RefusedBeforeWorkError: a pipe's 400):
+ *   the claim is withdrawn, no record kept, so any body may use the key next;
  * - anything else: the attempt ends `failed` with nothing stored (a retry of
  *   the same request runs again; another body under the key is 422) and the
  *   error goes on to the app's filters as it is.
@@ -77,6 +93,7 @@ export class SingleTransactionWorks {
   private async afterFailure(lease: Lease, error: unknown): Promise<unknown> {
     // Its own answers: someone else owns the record now, or the store is down (503 store_unavailable; the lease lapses).
     if (error instanceof RetryLaterError || error instanceof LeaseLostError || isStoreUnavailable(error)) return error;
+    if (error instanceof RefusedBeforeWorkError) return this.withdraw(lease, error.refusal);
     const seconds = this.config.retryable(error) ?? (hasLabel(error, 'TransientTransactionError') ? 1 : undefined);
     if (seconds !== undefined) return new RetryLaterError(seconds, undefined, { cause: error });
     try {
@@ -87,5 +104,20 @@ export class SingleTransactionWorks {
       return error;
     }
     return new AttemptFailedError(error);
+  }
+
+  /**
+   * Deletes the record this attempt claimed (fenced on its lease), so the key
+   * is unused again. When that fails (the store, a lost lease) the refusal
+   * goes on as any failure would: the lease is handed back and the record
+   * stays bound to the refused body until it ages out or a retry ends it.
+   */
+  private async withdraw(lease: Lease, refusal: unknown): Promise<unknown> {
+    try {
+      if (await this.attempts.withdraw(lease)) return new AttemptFailedError(refusal);
+    } catch (failure) {
+      this.logger.warn(`Could not withdraw the refused claim of ${lease.recordId}: ${(failure as Error).message}`);
+    }
+    return refusal;
   }
 }

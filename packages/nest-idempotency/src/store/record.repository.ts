@@ -255,6 +255,12 @@ export class IdempotencyRecordRepository {
     return result.matchedCount === 1;
   }
 
+  /** Deletes a pending record while `lease` holds it: a claim withdrawn before any work ran. */
+  async withdraw(lease: Lease): Promise<boolean> {
+    const result = await this.native.deleteOne({ _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner });
+    return result.deletedCount === 1;
+  }
+
   /** The subject's records (any of its digest forms), without the stored bodies an erasure replaces anyway. */
   findForSubject(session: ClientSession | undefined, tenant: string, subjects: string[]): Promise<IdempotencyRecord[]> {
     return this.native.find({ tenant, subject: { $in: subjects } }, { session, projection: { 'response.body': 0 } }).toArray();
