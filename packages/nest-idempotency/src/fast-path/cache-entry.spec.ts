@@ -62,7 +62,13 @@ describe('wire forms', () => {
     expect(decodeEntry(JSON.stringify(wire))).toBeNull();
   });
 
-  it.each([null, '', 'not json', '{"v":2}', '{"v":1}'])('treats %p as no entry', (text) => {
+  it('treats an entry of format 2 (cached before the tenant check, issue 48) as no entry, whole and well formed as it is', () => {
+    const wire = JSON.parse(encodeEntry(entry())) as Record<string, unknown>;
+    expect(wire.v).toBe(3);
+    expect(decodeEntry(JSON.stringify({ ...wire, v: 2 }))).toBeNull();
+  });
+
+  it.each([null, '', 'not json', '{"v":3}', '{"v":2}', '{"v":1}'])('treats %p as no entry', (text) => {
     expect(decodeEntry(text)).toBeNull();
   });
 

@@ -53,8 +53,18 @@ interface WireBody {
   data: string;
 }
 
+/**
+ * The entry format. 3 since issue 48: entries of format 2 include ones 0.1
+ * cached before records were checked against the request's tenant (a 0.1
+ * record may hold the id another tenant's key has since 0.2); bumping the
+ * format drops every one of them at the upgrade, at the cost of one
+ * MongoDB read per hot key. Bump it again whenever what an entry vouches
+ * for changes.
+ */
+export const CACHE_ENTRY_FORMAT = 3;
+
 interface WireEntry {
-  v: 2;
+  v: typeof CACHE_ENTRY_FORMAT;
   status: number;
   headers: Record<string, string>;
   schemaVersion: number;
@@ -99,7 +109,7 @@ export class Sealer {
 export function encodeEntry(entry: CacheEntry): string {
   const { body } = entry.response;
   const wire: WireEntry = {
-    v: 2,
+    v: CACHE_ENTRY_FORMAT,
     status: entry.response.status,
     headers: entry.response.headers,
     schemaVersion: entry.response.schemaVersion,
@@ -113,14 +123,14 @@ export function encodeEntry(entry: CacheEntry): string {
 
 /**
  * null for anything that is not an entry this release wrote (an unknown shape is a miss, never an answer;
- * so is an entry of the previous release, without `at`: MongoDB answers it, with its date, and caches it again).
+ * so is an entry of an earlier format: MongoDB answers it, checking its tenant, and caches it again).
  */
 export function decodeEntry(text: string | null): CacheEntry | null {
   if (!text) return null;
   try {
     const wire = JSON.parse(text) as WireEntry;
     if (
-      wire.v !== 2 ||
+      wire.v !== CACHE_ENTRY_FORMAT ||
       typeof wire.status !== 'number' ||
       typeof wire.exp !== 'number' ||
       typeof wire.at !== 'number' ||
