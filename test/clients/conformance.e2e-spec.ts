@@ -56,6 +56,7 @@ const EXPECTED: Record<RowId, string> = {
   'provider-outage': 'PASS',
   'second-tenant': 'PASS',
   unauthenticated: 'PASS',
+  'refused-body': 'PASS',
   'refund-replay': 'PASS',
   'refund-other-body': 'PASS',
   'refund-concurrent-duplicates': 'PASS',
@@ -111,7 +112,7 @@ describe('the conformance kit', () => {
 
     it('writes the JSON and JUnit reports', () => {
       expect(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))).toEqual(report);
-      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="19" failures="0" errors="0" skipped="0"');
+      expect(readFileSync(join(dir, 'junit.xml'), 'utf8')).toContain('tests="20" failures="0" errors="0" skipped="0"');
     });
 
     it('leaves one order per key behind it, as the database shows', async () => {
@@ -145,6 +146,7 @@ describe('the conformance kit', () => {
           'quoted-key',
           'concurrent-duplicates',
           'lost-response',
+          'refused-body',
           'refund-replay',
           'refund-concurrent-duplicates',
         ],
@@ -185,7 +187,7 @@ describe('the conformance kit', () => {
       expect(run.stdout).toMatch(/^PASS {2}quoted-key {13}/m);
       expect(run.stdout).toMatch(/^PASS {2}lost-response {10}/m);
       // No --refund-path here: the four refund rows are SKIP.
-      expect(run.stdout).toContain('19 rows: 15 PASS, 0 FAIL, 4 SKIP, 0 XFAIL (known) - no FAIL');
+      expect(run.stdout).toContain('20 rows: 16 PASS, 0 FAIL, 4 SKIP, 0 XFAIL (known) - no FAIL');
     });
 
     it('exits 1 when a row fails, 2 on a usage error', async () => {

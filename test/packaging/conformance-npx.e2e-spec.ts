@@ -125,11 +125,11 @@ describe('the conformance kit from its tarball, through npx', () => {
     const run = await npm('npx', ['--no-install', 'idempotency-conformance', ...args], project, cache);
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
     // No --refund-path: the four refund rows are SKIP (test/clients/conformance.e2e-spec.ts runs them).
-    expect(run.stdout).toContain('19 rows: 15 PASS, 0 FAIL, 4 SKIP, 0 XFAIL (known) - no FAIL');
+    expect(run.stdout).toContain('20 rows: 16 PASS, 0 FAIL, 4 SKIP, 0 XFAIL (known) - no FAIL');
 
     const report = JSON.parse(readFileSync(join(project, 'out', 'report.json'), 'utf8')) as Report;
     expect(report).toMatchObject({ tool: 'idempotency-conformance', baseUrl: service.baseUrl, conformant: true });
-    expect(report.rows).toHaveLength(19);
+    expect(report.rows).toHaveLength(20);
     expect(passing(report)).toEqual(report.rows.map((row) => row.id).filter((id) => !id.startsWith('refund-')));
     expect(readFileSync(join(project, 'out', 'junit.xml'), 'utf8')).toContain('tests="19" failures="0" errors="0" skipped="4"');
   }, 60_000);

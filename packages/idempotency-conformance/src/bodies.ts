@@ -10,6 +10,8 @@ export interface BodySpec {
   body: Json;
   /** Another valid body for the same key; default: `body` with `varyField` changed. */
   otherBody?: Json;
+  /** A body the route refuses before it runs (a validation error); default `{}`. */
+  refusedBody?: Json;
   /** Dotted path (items.0.quantity) of a field whose change makes another valid request. */
   varyField: string;
   /** A body the deployment answers with a provider outage; default: `body` with outageField = outageValue. */
@@ -23,6 +25,8 @@ export interface Bodies {
   base: string;
   reordered: string;
   other: string;
+  /** A body the route refuses before it runs (the refused-body row). */
+  refused: string;
   /** Null when the outage row does not run (its field need not exist then). */
   outage: string | null;
 }
@@ -46,6 +50,7 @@ export function deriveBodies(spec: BodySpec, withOutage: boolean): Bodies {
     base,
     reordered: JSON.stringify(reorderKeys(spec.body)),
     other: JSON.stringify(other),
+    refused: JSON.stringify(spec.refusedBody ?? {}),
     outage: outage === null ? null : JSON.stringify(outage),
   };
 }

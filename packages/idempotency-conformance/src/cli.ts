@@ -24,7 +24,9 @@ async function main(): Promise<number> {
   return exitCodeFor(report);
 }
 
-async function readBodies(files: BodyFiles): Promise<Pick<ConformanceOptions, 'body' | 'otherBody' | 'outageBody' | 'refundBody'>> {
+async function readBodies(
+  files: BodyFiles,
+): Promise<Pick<ConformanceOptions, 'body' | 'otherBody' | 'refusedBody' | 'outageBody' | 'refundBody'>> {
   const read = async (path: string | undefined): Promise<Json | undefined> => {
     if (path === undefined) return undefined;
     try {
@@ -36,6 +38,7 @@ async function readBodies(files: BodyFiles): Promise<Pick<ConformanceOptions, 'b
   return {
     body: await read(files.body),
     otherBody: await read(files.otherBody),
+    refusedBody: await read(files.refusedBody),
     outageBody: await read(files.outageBody),
     refundBody: await read(files.refundBody),
   };

@@ -14,6 +14,7 @@ import {
   evaluateOutage,
   evaluateQuotedKey,
   evaluateRefundConcurrent,
+  evaluateRefusedBody,
   evaluateRefundOtherBody,
   evaluateRefundOverCapture,
   evaluateRefundReplay,
@@ -152,6 +153,34 @@ describe('first use and replay', () => {
     expect(evaluateGetResource(replayed(), answer(200, ORDER)).reason).toContain('(identical bytes)');
     expect(evaluateGetResource(replayed(), answer(200, ORDER.replace('saved', 'failed'))).reason).toContain('(fields: state)');
     expect(evaluateGetResource(replayed(), problem(404)).reason).toContain('got 404, expected 200');
+  });
+});
+
+describe('refused body (issue 48)', () => {
+  const refused = () => answer(400, '{"code":"validation_failed"}', { 'content-type': 'application/problem+json' });
+
+  it('passes when the refusal left the key free: the valid body ran under it and replays', () => {
+    expect(evaluateRefusedBody({ refused: refused(), corrected: created(), retry: replayed() }).status).toBe('PASS');
+  });
+
+  it('fails when the refusal burned the key: the valid body under it is 422', () => {
+    const verdict = evaluateRefusedBody({
+      refused: refused(),
+      corrected: answer(422, '{"code":"idempotency_key_reused"}'),
+      retry: answer(422),
+    });
+    expect(verdict.status).toBe('FAIL');
+    expect(verdict.reason).toContain('burned the key');
+  });
+
+  it('fails when the retry of the valid body is not its replay', () => {
+    expect(evaluateRefusedBody({ refused: refused(), corrected: created(), retry: created() }).status).toBe('FAIL');
+  });
+
+  it('fails, naming the option, when the "refused" body was accepted', () => {
+    const verdict = evaluateRefusedBody({ refused: created(), corrected: replayed(), retry: replayed() });
+    expect(verdict.status).toBe('FAIL');
+    expect(verdict.reason).toContain('--refused-body-file');
   });
 });
 

@@ -298,6 +298,43 @@ export function evaluateLostResponse({ first, lost, retries }: LostResponseObser
   return judge(problems, `the first answer (${lost.status}) was lost; the retry got ${lost.status} with Idempotent-Replayed: true`);
 }
 
+export interface RefusedBodyObservation {
+  /** A body the route refuses, under a fresh key. */
+  refused: Reply;
+  /** The valid body under that key. */
+  corrected: Reply;
+  /** The valid body under that key again. */
+  retry: Reply;
+}
+
+/**
+ * A request refused before the work ran (validation) keeps no record: the
+ * same key then serves the corrected body as a first use (not 422
+ * `idempotency_key_reused`), and that answer is replayed as any other.
+ */
+export function evaluateRefusedBody(observed: RefusedBodyObservation): Verdict {
+  const { refused, corrected, retry } = observed;
+  if (isAnswer(refused) && (refused.status < 400 || refused.status >= 500 || refused.status === 409)) {
+    const reason = `the refused body got ${refused.status}, not a 4xx refusal: give --refused-body-file a body the route refuses`;
+    return { status: 'FAIL', reason };
+  }
+  const problems: Problem[] = [isAnswer(refused) ? null : `the refused body: no answer (${refused.error})`];
+  if (isAnswer(corrected) && corrected.status === 422) {
+    problems.push(
+      "the valid body under the refused body's key got 422: the refusal burned the key (a client must mint a new key for the same operation)",
+    );
+  } else {
+    problems.push(statusProblem(corrected, '2xx', "the valid body under the refused body's key"));
+    if (isAnswer(corrected) && isReplayed(corrected)) problems.push('the valid body was answered as a replay: it had never run');
+  }
+  if (isAnswer(corrected) && is2xx(corrected.status)) problems.push(...replayProblems(corrected, retry, 'its retry'));
+  const status = isAnswer(refused) ? refused.status : '?';
+  return judge(
+    problems,
+    `refused ${status}; the same key then ran the valid body (${isAnswer(corrected) ? corrected.status : '?'}) and replayed it`,
+  );
+}
+
 export interface OutageObservation {
   /** The outage body under a fresh key. */
   first: Reply;

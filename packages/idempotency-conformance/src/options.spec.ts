@@ -60,7 +60,7 @@ describe('command line', () => {
   it('refuses unknown rows, flags and numbers with a usage error', () => {
     expect(() => parseCliArgs([...BASE, '--skip', 'replays'], {})).toThrow(
       new UsageError(
-        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, client-guidance, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated, refund-replay, refund-other-body, refund-concurrent-duplicates, refund-over-capture)',
+        '--skip: unknown row "replays" (rows: missing-key, malformed-key, key-sent-twice, quoted-key, first-use, replay, reordered-json, other-body, client-guidance, get-resource, concurrent-duplicates, lost-response, provider-outage, second-tenant, unauthenticated, refused-body, refund-replay, refund-other-body, refund-concurrent-duplicates, refund-over-capture)',
       ),
     );
     expect(() => parseCliArgs([...BASE, '--colour'], {})).toThrow(UsageError);

@@ -16,6 +16,8 @@ export interface ConformanceOptions {
   /** Its request body; default: an order of this service with the run's own customer id. */
   body?: Json;
   otherBody?: Json;
+  /** A body the route refuses (4xx) before it runs, e.g. failing validation; default `{}`. */
+  refusedBody?: Json;
   varyField?: string;
   outageBody?: Json;
   outageField?: string;
@@ -144,6 +146,7 @@ const integerIn = (value: number, min: number, max: number) => Number.isInteger(
 export interface BodyFiles {
   body?: string;
   otherBody?: string;
+  refusedBody?: string;
   outageBody?: string;
   refundBody?: string;
 }
@@ -157,6 +160,7 @@ const FLAGS = {
   path: { type: 'string' },
   'body-file': { type: 'string' },
   'other-body-file': { type: 'string' },
+  'refused-body-file': { type: 'string' },
   'vary-field': { type: 'string' },
   'outage-body-file': { type: 'string' },
   'outage-field': { type: 'string' },
@@ -260,6 +264,7 @@ export function parseCliArgs(
     bodyFiles: {
       body: values['body-file'],
       otherBody: values['other-body-file'],
+      refusedBody: values['refused-body-file'],
       outageBody: values['outage-body-file'],
       refundBody: values['refund-body-file'],
     },
@@ -301,6 +306,8 @@ Usage: idempotency-conformance --base-url URL --token T [--token-b T2] [options]
                           customer conformance_<run id>)
   --other-body-file F     another valid body for the same key (default: the body with
                           --vary-field changed)
+  --refused-body-file F   a body the route refuses (4xx, e.g. failing validation) before
+                          it runs (default {})
   --vary-field PATH       dotted path of a string/number/boolean field (default ${DEFAULTS.varyField})
   --outage-body-file F    a body that makes the payment provider fail (default: the body
                           with --outage-field set to --outage-value)

@@ -21,6 +21,7 @@ import {
   evaluateRefundOtherBody,
   evaluateRefundOverCapture,
   evaluateRefundReplay,
+  evaluateRefusedBody,
   evaluateReplay,
   evaluateSecondTenant,
   evaluateUnauthenticated,
@@ -52,6 +53,7 @@ export const ROW_IDS = [
   'provider-outage',
   'second-tenant',
   'unauthenticated',
+  'refused-body',
   'refund-replay',
   'refund-other-body',
   'refund-concurrent-duplicates',
@@ -567,6 +569,26 @@ const refundOverCapture: Row = {
   },
 };
 
+const refusedBody: Row = {
+  id: 'refused-body',
+  title: 'a refused body does not burn its key: invalid -> 4xx, then the valid body under that key -> 2xx, then a replay',
+  clause: `${DRAFT} §2.6 and §2.7 (a retry of the same operation); Stripe: no idempotent result is saved when the parameters failed validation; ${README}: a request refused before the work ran keeps no record`,
+  async run(ctx) {
+    const key = ctx.key('refused');
+    const refused = await post(ctx, { key, body: ctx.bodies.refused });
+    const corrected = await post(ctx, { key });
+    const retry = await post(ctx, { key });
+    return {
+      verdict: evaluateRefusedBody({ refused, corrected, retry }),
+      evidence: [
+        evidenceOf(`refused body ${ctx.bodies.refused.slice(0, 60)}`, refused),
+        evidenceOf('the valid body, same key', corrected),
+        evidenceOf('its retry', retry),
+      ],
+    };
+  },
+};
+
 export const ROWS: readonly Row[] = [
   missingKey,
   malformedKey,
@@ -583,6 +605,7 @@ export const ROWS: readonly Row[] = [
   providerOutage,
   secondTenant,
   unauthenticated,
+  refusedBody,
   refundReplay,
   refundOtherBody,
   refundConcurrent,

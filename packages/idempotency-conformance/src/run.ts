@@ -91,6 +91,7 @@ function bodiesFor(options: ResolvedOptions, runId: string): Bodies {
       {
         body: options.body ?? defaultOrderBody(runId),
         otherBody: options.otherBody,
+        refusedBody: options.refusedBody,
         varyField: options.varyField,
         outageBody: options.outageBody,
         outageField: options.outageField,
