@@ -239,7 +239,7 @@ describe('fresh apps written from the packed README alone pass the conformance k
       );
       for (const row of report.rows.filter((row) => row.status !== 'PASS'))
         say(`${platform}: ${row.status} ${row.id}: ${row.reason ?? ''}`);
-      // The kit's own rows plus the refund rows it skips without --refund-path: none may fail, 14 must pass.
+      // The kit's own rows plus the refund rows it skips without --refund-path: none may fail, 15 must pass.
       expect(
         Object.entries(statuses)
           .filter(([, status]) => status === 'PASS')
@@ -257,6 +257,7 @@ describe('fresh apps written from the packed README alone pass the conformance k
           'missing-key',
           'other-body',
           'quoted-key',
+          'refused-body',
           'reordered-json',
           'replay',
           'second-tenant',

@@ -51,7 +51,7 @@ describe('the package as published', () => {
     ) as [{ files: { path: string }[] }];
     const packed = pack.files.map((file) => file.path);
     const readme = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
-    const repositoryPrefixes = ['test/', 'scripts/', 'ops/', 'docs/runbooks/'];
+    const repositoryPrefixes = ['test/', 'scripts/', 'ops/', 'docs/runbooks/', 'packages/'];
     for (const prefix of repositoryPrefixes) expect(readme).toContain(`\`${prefix}\``);
     const exported = Object.keys(manifest.exports as Record<string, unknown>);
     const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]).filter((target) => !/^[a-z]+:/.test(target));

@@ -30,7 +30,7 @@ export interface EmbeddedStoreOptions {
 }
 
 export interface EmbeddedStore {
-  /** A replica-set URI for `MongooseModule.forRoot` / `MONGODB_URI` (through the proxy, with the pool it needs). */
+  /** A replica-set URI for `MongooseModule.forRoot` / `MONGODB_URI` (through the proxy, with the pool and heartbeats it needs). */
   uri: string;
   /** What the serializing proxy did so far. */
   stats: SerializingProxyStats;
@@ -65,7 +65,8 @@ export async function startEmbeddedStore(options: EmbeddedStoreOptions = {}): Pr
   const proxy = await SerializingProxy.start({ upstream: { host, port: Number(port) }, writeConflictRate });
   let stopping = false;
   return {
-    uri: proxy.clientUri(emulatorUri),
+    // Polling heartbeats: the emulator answers no streaming (awaitable) hello, which drivers use by default on a replica set.
+    uri: `${proxy.clientUri(emulatorUri)}&serverMonitoringMode=poll`,
     stats: proxy.stats,
     onUnexpectedExit: (listener) => {
       child.once('exit', (code, signal) => stopping || listener(`jongodb emulator exited (${signal ?? `code ${code}`})`));
