@@ -239,3 +239,18 @@ export class CacheInvalidationFailedError extends IdempotencyError {
     this.retryAfterSeconds = 2;
   }
 }
+
+/**
+ * Refused BEFORE anything changed: an erasure (or a cancel) must mark the
+ * records it is about to change in Redis first, and Redis could not be told
+ * (down, its circuit open, or full past what the fast path can make room
+ * for). Nothing was recorded; the client retries (503 + Retry-After).
+ */
+export class CacheUnavailableError extends IdempotencyError {
+  readonly code = 'cache_unavailable';
+  readonly status = 503;
+  constructor(detail = 'Nothing was changed: cached responses could not be marked in Redis; retry the request.') {
+    super(detail);
+    this.retryAfterSeconds = 2;
+  }
+}

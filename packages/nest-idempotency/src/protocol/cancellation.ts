@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import { IdempotencyClock, IdempotencyMetrics } from '../ports.js';
-import { CacheInvalidationFailedError, IdempotencyLeaseActiveError, LeaseLostError } from '../errors.js';
+import { CacheUnavailableError, IdempotencyLeaseActiveError, LeaseLostError } from '../errors.js';
 import { IdempotencyFastPath } from '../fast-path/fast-path.js';
 import { IdempotencyRecordRepository, leaseOf, RecordRaceLostError } from '../store/record.repository.js';
 import { TransactionRunner } from '../store/transaction-runner.js';
@@ -287,10 +287,8 @@ export class IdempotencyCancellation {
     try {
       await this.fastPath.guardRecords([{ recordId, expiresAt }]);
     } catch (error) {
-      if (!(error instanceof CacheInvalidationFailedError)) throw error;
-      throw new CacheInvalidationFailedError(
-        "The key's cached answers could not be invalidated; nothing was canceled yet. Retry the cancel.",
-      );
+      if (!(error instanceof CacheUnavailableError)) throw error;
+      throw new CacheUnavailableError("The key's cached answers could not be marked in Redis; nothing was canceled yet. Retry the cancel.");
     }
   }
 }
