@@ -18,6 +18,7 @@ import { StripeIdempotencyKeyMisuseError, StripeServerError, StripeUnexpectedAns
 import type { JournalEntry, JournaledCall, StripeRequestJournal } from './stripe-request.journal.js';
 import type { StripeSettings } from './stripe.settings.js';
 import { keyStep, withinKeyWindow, type KeyCaller } from './key-window.js';
+import { stripeAmountRefusal } from './stripe-amounts.js';
 import {
   asyncMethodOf,
   authorizationRefusal,
@@ -106,6 +107,10 @@ export class StripePaymentGateway extends PaymentGateway {
       default:
         throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} answered ${found.outcome} to an authorization`);
     }
+  }
+
+  override amountRefusal(amountMinor: number, currency: string): string | null {
+    return stripeAmountRefusal(amountMinor, currency);
   }
 
   async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
