@@ -68,6 +68,14 @@ export interface Canceler {
    * calls it again with the same situation.
    */
   settle(situation: CancelSituation): Promise<CancelSettlement>;
+  /**
+   * Optional: a finished cancel's stored answer as it stands now, for each
+   * repeat. The undo's money may move after the cancel finished (orders: a
+   * card refund the provider fails days later); the consumer then says so
+   * in the outcome. Reads only: the record, and the key's canceled state,
+   * never change.
+   */
+  current?(view: CancellationView, tenant: string): Promise<CancellationView>;
 }
 
 /** The answer to a cancel, the same on every repeat. */
@@ -162,7 +170,7 @@ export class IdempotencyCancellation {
     canceler: Canceler,
   ): Promise<CancellationView | null> {
     if (!record) return this.cancelNeverRun(recordId, key, canceler);
-    if (record.status === 'canceled') return viewOf(record);
+    if (record.status === 'canceled') return canceler.current ? canceler.current(viewOf(record), record.tenant) : viewOf(record);
     if (!record.cancellation) {
       const lease = await this.request(record);
       // In flight: the lease this cancel just took by force; the attempt is stopped under it.
