@@ -128,7 +128,7 @@ export class StripePaymentGateway extends PaymentGateway {
       // for 24 h, so a key shared by every look would answer a processing payment's refusal to the authorization it
       // became - kept, still_processing, for a day. The same status again is the same request, and its replay holds.
       const idempotencyKey = `${chargeKey}:expire:${current.status}`;
-      const canceled = await this.call('payment_intents.cancel', chargeKey, () =>
+      const canceled = await this.call('payment_intents.cancel', 'cancel', idempotencyKey, () =>
         this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey }),
       );
       // Stripe cannot cancel most payments once processing: the answer is the intent as it stands - the one just
@@ -250,7 +250,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
     let answer: Answer<Intent>;
     try {
-      answer = await this.call('payment_intents.create', key, () =>
+      answer = await this.call('payment_intents.create', 'charge', key, () =>
         this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: key }),
       );
     } catch (error) {
@@ -301,7 +301,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const byId = await this.retrieveLearned(entry);
     if (byId) return byId;
     const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
-    const answer = await this.call('payment_intents.create', chargeKey, () =>
+    const answer = await this.call('payment_intents.create', 'charge', chargeKey, () =>
       this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: chargeKey }),
     );
     if ('ok' in answer) return answer.ok;
@@ -316,13 +316,15 @@ export class StripePaymentGateway extends PaymentGateway {
 
   private async retrieveLearned(entry: JournalEntry): Promise<Intent | null> {
     if (!entry.objectId) return null;
-    const got = await this.call('payment_intents.retrieve', entry._id, () => this.stripe.paymentIntents.retrieve(entry.objectId!));
+    const got = await this.call('payment_intents.retrieve', 'charge', entry._id, () =>
+      this.stripe.paymentIntents.retrieve(entry.objectId!),
+    );
     return 'ok' in got ? got.ok : null;
   }
 
   private async searchIntent(chargeKey: string): Promise<Intent | null> {
     if (!SEARCHABLE_KEY.test(chargeKey)) throw new StripeUnexpectedAnswerError(`charge key ${chargeKey} cannot be searched`);
-    const found = await this.call('payment_intents.search', chargeKey, () =>
+    const found = await this.call('payment_intents.search', 'charge', chargeKey, () =>
       this.stripe.paymentIntents.search({ query: `metadata['charge_key']:'${chargeKey}'`, limit: 10 }),
     );
     if (!('ok' in found)) throw new StripeUnexpectedAnswerError(`search for ${chargeKey}: ${describe(found)}`);
@@ -388,7 +390,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const options = { idempotencyKey: key };
     switch (call.kind) {
       case 'capture': {
-        const answer = await this.call('payment_intents.capture', key, () =>
+        const answer = await this.call('payment_intents.capture', 'capture', key, () =>
           this.stripe.paymentIntents.capture(call.intentId, call.params as never, options),
         );
         if ('ok' in answer) return succeeded(key, 'capture', chargeKey, answer.ok.latest_charge, answer.ok, answer.ok.amount_received);
@@ -396,7 +398,7 @@ export class StripePaymentGateway extends PaymentGateway {
         return { outcome: 'refused', reason: authorizationRefusal(answer) };
       }
       case 'void': {
-        const answer = await this.call('payment_intents.cancel', key, () =>
+        const answer = await this.call('payment_intents.cancel', 'void', key, () =>
           this.stripe.paymentIntents.cancel(call.intentId, call.params as never, options),
         );
         if ('ok' in answer) return succeeded(key, 'void', chargeKey, null, answer.ok, answer.ok.amount);
@@ -404,7 +406,7 @@ export class StripePaymentGateway extends PaymentGateway {
         return { outcome: 'refused', reason: authorizationRefusal(answer) };
       }
       case 'refund': {
-        const answer = await this.call('refunds.create', key, () => this.stripe.refunds.create(call.params as never, options));
+        const answer = await this.call('refunds.create', 'refund', key, () => this.stripe.refunds.create(call.params as never, options));
         if ('ok' in answer) {
           const refund = answer.ok;
           await this.journal.learned(key, refund.id).catch(() => undefined);
@@ -440,7 +442,9 @@ export class StripePaymentGateway extends PaymentGateway {
    */
   private async operationShownBy(intent: Intent, key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult | null> {
     if (call.kind === 'refund') {
-      const listed = await this.call('refunds.list', key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
+      const listed = await this.call('refunds.list', 'refund', key, () =>
+        this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }),
+      );
       if (!('ok' in listed)) throw new StripeUnexpectedAnswerError(`refunds of ${intent.id}: ${describe(listed)}`);
       const refund = listed.ok.data.find((candidate) => candidate.metadata?.refund_key === key);
       return refund ? refundOutcome(refund, key, chargeKey) : null;
@@ -469,6 +473,7 @@ export class StripePaymentGateway extends PaymentGateway {
   private async cancelAtStripe(key: string): Promise<boolean> {
     const answer = await this.call(
       'payment_intents.create',
+      'cancel',
       key,
       () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }),
       {
@@ -478,7 +483,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (answer === IDEMPOTENCY_ERROR) return false;
     if (!('ok' in answer)) throw new StripeUnexpectedAnswerError(`tombstone under ${key}: ${describe(answer)}`);
     if (answer.ok.status !== 'canceled') {
-      await this.call('payment_intents.cancel', `${key}:tombstone`, () =>
+      await this.call('payment_intents.cancel', 'cancel', `${key}:tombstone`, () =>
         this.stripe.paymentIntents.cancel(answer.ok.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${key}:tombstone` }),
       );
     }
@@ -488,21 +493,23 @@ export class StripePaymentGateway extends PaymentGateway {
 
   // --- one call, every answer mapped ------------------------------------------
 
-  private async call<T>(operation: StripeOperation, key: string, send: () => Promise<T>): Promise<Answer<T>>;
+  private async call<T>(operation: StripeOperation, kind: StripeCallKind, key: string, send: () => Promise<T>): Promise<Answer<T>>;
   private async call<T>(
     operation: StripeOperation,
+    kind: StripeCallKind,
     key: string,
     send: () => Promise<T>,
     options: { idempotencyErrorIsAnswer: true },
   ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR>;
   private async call<T>(
     operation: StripeOperation,
+    kind: StripeCallKind,
     key: string,
     send: () => Promise<T>,
     options?: { idempotencyErrorIsAnswer: true },
   ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR> {
     const started = performance.now();
-    const observe = (outcome: StripeOutcome) => this.metrics.observe(operation, outcome, (performance.now() - started) / 1000);
+    const observe = (outcome: StripeOutcome) => this.metrics.observe(operation, outcome, (performance.now() - started) / 1000, kind);
     let result: T;
     try {
       result = await send();
@@ -514,7 +521,7 @@ export class StripePaymentGateway extends PaymentGateway {
           return IDEMPOTENCY_ERROR;
         }
         try {
-          const canceled = await this.misusedOrCanceled(key, error);
+          const canceled = await this.misusedOrCanceled(key, kind, error);
           observe('key_reconciled');
           return canceled;
         } catch (misuse) {
@@ -545,9 +552,14 @@ export class StripePaymentGateway extends PaymentGateway {
    * Stripe's store: canceled), or our derivation gave one key to two
    * different requests - loud, and never retried under another key.
    */
-  private async misusedOrCanceled(key: string, error: Stripe.errors.StripeIdempotencyError): Promise<{ canceled: true }> {
+  private async misusedOrCanceled(
+    key: string,
+    kind: StripeCallKind,
+    error: Stripe.errors.StripeIdempotencyError,
+  ): Promise<{ canceled: true }> {
     const probe = await this.call(
       'payment_intents.create',
+      'cancel',
       key,
       () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }),
       {
@@ -558,7 +570,7 @@ export class StripePaymentGateway extends PaymentGateway {
       await this.journal.canceled(key);
       return { canceled: true };
     }
-    const misuse = new StripeIdempotencyKeyMisuseError(key, error.message);
+    const misuse = new StripeIdempotencyKeyMisuseError(key, kind, error.message);
     this.logger.error(misuse.message);
     throw misuse;
   }
@@ -586,9 +598,18 @@ export type StripeOperation =
  */
 export type StripeOutcome = 'ok' | 'declined' | 'transient' | 'idempotency_error' | 'key_reconciled' | 'invalid' | 'error';
 
+/**
+ * What a call to Stripe is for, by the port's operation whose key it carries:
+ * `charge` (a charge or authorization, and look-ups of it), `capture`,
+ * `void`, `refund`, and `cancel` (reconciliation canceling a key with a
+ * tombstone, or a payment past the processing bound). The misuse alert names
+ * it, so on-call knows whose key derivation to read.
+ */
+export type StripeCallKind = 'charge' | 'capture' | 'void' | 'refund' | 'cancel';
+
 /** Where the adapter reports each call (MetricsService's stripe_requests_total and stripe_request_duration_seconds). */
 export interface StripeMetrics {
-  observe(operation: StripeOperation, outcome: StripeOutcome, seconds: number): void;
+  observe(operation: StripeOperation, outcome: StripeOutcome, seconds: number, kind: StripeCallKind): void;
 }
 
 function outcomeOf(error: unknown): StripeOutcome {
