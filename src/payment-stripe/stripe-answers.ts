@@ -28,7 +28,7 @@ export type Answer<T> =
   /** The key turned out to be reconciliation's tombstone: nothing happens under it, ever. */
   | { canceled: true };
 
-/** A card authorization lasts 7 days at Stripe (online card payments); the PaymentIntent does not say so without expansion. */
+/** A card authorization lasts 7 days at Stripe (online card payments): the default when the charge's capture_before is not known. */
 const AUTHORIZATION_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Cards settle in minutes; every other asynchronous method Stripe offers here (debits, transfers) takes days: the bank-transfer bound. */
@@ -81,6 +81,13 @@ export function toCharge(intent: Intent, chargeKey: string): Charge {
     currency: intent.currency.toUpperCase(),
     createdAt: new Date(intent.created * 1000),
   };
+}
+
+/** The card charge's capture deadline, when the PaymentIntent carries its latest charge expanded. */
+export function captureBeforeOf(intent: Intent): Date | null {
+  const charge = intent.latest_charge;
+  const seconds = charge && typeof charge === 'object' ? charge.payment_method_details?.card?.capture_before : undefined;
+  return typeof seconds === 'number' ? new Date(seconds * 1000) : null;
 }
 
 export function toAuthorization(intent: Intent, chargeKey: string): Authorization {

@@ -5,6 +5,7 @@ import {
   PaymentGateway,
   PaymentProviderUnavailableError,
   type AsyncChargeResult,
+  type Authorization,
   type AuthorizeResult,
   type CaptureRequest,
   type ChargeRequest,
@@ -22,6 +23,7 @@ import { stripeAmountRefusal } from './stripe-amounts.js';
 import {
   asyncMethodOf,
   authorizationRefusal,
+  captureBeforeOf,
   describe,
   intentParams,
   journaledByEarlierRelease,
@@ -101,6 +103,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const found = await this.openIntent(request, 'authorize');
     switch (found.outcome) {
       case 'authorized':
+        return { outcome: 'authorized', authorization: await this.withCaptureDeadline(found.authorization) };
       case 'declined':
       case 'canceled':
         return found;
@@ -266,6 +269,22 @@ export class StripePaymentGateway extends PaymentGateway {
     if ('invalid' in answer) throw new StripeUnexpectedAnswerError(`create under ${key}: ${describe(answer)}`);
     await this.journal.learned(key, answer.ok.id).catch(() => undefined);
     return this.intentOutcome(answer.ok);
+  }
+
+  /**
+   * The authorization's real deadline: Stripe gives it on the card charge
+   * (payment_method_details.card.capture_before), which the PaymentIntent
+   * holds only expanded - a read, so never part of the keyed create. Some
+   * networks and merchant-initiated payments lapse before 7 days. When the
+   * read fails or shows none, the 7-day default stands (a capture after the
+   * real lapse is then refused authorization_expired, as before).
+   */
+  private async withCaptureDeadline(authorization: Authorization): Promise<Authorization> {
+    const got = await this.call('payment_intents.retrieve', 'charge', authorization.chargeKey, () =>
+      this.stripe.paymentIntents.retrieve(authorization.id, { expand: ['latest_charge'] }),
+    ).catch(() => null);
+    const captureBefore = got && 'ok' in got ? captureBeforeOf(got.ok) : null;
+    return captureBefore ? { ...authorization, expiresAt: captureBefore } : authorization;
   }
 
   private intentOutcome(intent: Intent): ReconcileResult {
