@@ -31,8 +31,8 @@ export class IdempotencyKeyMissingError extends IdempotencyError {
 export class IdempotencyKeyInvalidError extends IdempotencyError {
   readonly code = 'idempotency_key_invalid';
   readonly status = 400;
-  constructor() {
-    super('Idempotency-Key must be 1-255 printable ASCII characters.');
+  constructor(detail = 'Idempotency-Key must be 1-255 printable ASCII characters.') {
+    super(detail);
   }
 }
 
