@@ -26,8 +26,10 @@ export function findRedisServer(): { binary: string } | { missing: string } {
   return { binary: 'redis-server' };
 }
 
-export async function startRedisServer(port?: number): Promise<RedisServer> {
+/** `args`: more redis-server options, e.g. a tiny `--maxmemory` for a test of a full Redis. */
+export async function startRedisServer(port?: number, args: string[] = []): Promise<RedisServer> {
   const chosen = port ?? (await freePort());
+  const launch = (at: number) => launchWith(at, args);
   let child = await launch(chosen);
   const onExit = () => child.kill('SIGKILL');
   process.once('exit', onExit);
@@ -55,8 +57,8 @@ export async function startRedisServer(port?: number): Promise<RedisServer> {
   };
 }
 
-async function launch(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+async function launchWith(port: number, args: string[]): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const failed = new Promise<never>((_, reject) => {

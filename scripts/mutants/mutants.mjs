@@ -345,4 +345,30 @@ export const MUTANTS = [
     killers: [{ file: 'packages/nest-idempotency/src/protocol/fingerprint.spec.ts', name: 'binds a key to its route and method' }],
     fast: true,
   },
+  {
+    id: 'stripe-requires-action-paid',
+    rule: "a Stripe PaymentIntent waiting in requires_action (3-D Secure) is taken for a charge: an earlier release's charge replayed saves the order unpaid (issue 49)",
+    patches: [
+      {
+        file: 'src/payment-stripe/stripe-payment.gateway.ts',
+        search: "case 'processing': case 'requires_action': case 'requires_confirmation': return { outcome: 'processing' };",
+        replace: "case 'requires_action': return { outcome: 'charged', charge: toCharge(intent, key) }; case 'processing': case 'requires_confirmation': return { outcome: 'processing' };",
+      },
+    ],
+    killers: [{ file: 'test/payment-stripe/stripe-3ds-and-stored-5xx.e2e-spec.ts', name: 'a PaymentIntent waiting in requires_action is not paid' }],
+    fast: true,
+  },
+  {
+    id: 'stripe-processing-paid',
+    rule: 'a Stripe PaymentIntent still processing is taken for a charge before Stripe settles it (issue 49)',
+    patches: [
+      {
+        file: 'src/payment-stripe/stripe-payment.gateway.ts',
+        search: "case 'processing': case 'requires_action': case 'requires_confirmation': return { outcome: 'processing' };",
+        replace: "case 'processing': return { outcome: 'charged', charge: toCharge(intent, key) }; case 'requires_action': case 'requires_confirmation': return { outcome: 'processing' };",
+      },
+    ],
+    killers: [{ file: 'test/payment-stripe/stripe-3ds-and-stored-5xx.e2e-spec.ts', name: 'a PaymentIntent still processing is not paid' }],
+    fast: true,
+  },
 ];

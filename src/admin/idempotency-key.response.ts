@@ -8,7 +8,7 @@ const DECISIONS: Record<ReaperDecision, true> = { completed: true, abandoned: tr
 const DATE_TIME = { type: 'string', format: 'date-time' } as const;
 
 /** What a cancel by key did (src/cancel-by-key/order-cancellation.ts). */
-export const CANCEL_OUTCOMES = ['never_run', 'canceled_before_charge', 'refunded', 'voided', 'nothing_to_undo'] as const;
+export const CANCEL_OUTCOMES = ['never_run', 'canceled_before_charge', 'refunded', 'voided', 'nothing_to_undo', 'refund_failed'] as const;
 export type CancelOutcome = (typeof CANCEL_OUTCOMES)[number];
 
 /** The documented shape of recordView() (idempotency-admin.service.ts): never the stored body. */
@@ -143,7 +143,9 @@ export class CancelKeyResponse {
       '`never_run`: nothing ran under the key (no request, or an attempt abandoned with nothing charged); ' +
       '`canceled_before_charge`: an attempt in flight was stopped and its charge key canceled at the provider, the order failed; ' +
       '`refunded`: the order was charged, and what was left of it was refunded; `voided`: the order was authorized (manual capture), ' +
-      'and the authorization was voided; `nothing_to_undo`: the attempt had ended with nothing to undo (a declined card, money already given back)',
+      'and the authorization was voided; `nothing_to_undo`: the attempt had ended with nothing to undo (a declined card, money already given back); ' +
+      '`refund_failed`: a repeat after the refund the cancel made (or found) failed late at the provider - the order is charged again, ' +
+      'the key stays canceled; refund the order by its id to give the money back',
   })
   outcome: CancelOutcome;
 

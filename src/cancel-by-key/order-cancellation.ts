@@ -2,6 +2,7 @@ import { Injectable, type OnModuleInit } from '@nestjs/common';
 import {
   type CancelSettlement,
   type CancelSituation,
+  type CancellationView,
   type Canceler,
   IdempotencyAdminService,
   IdempotencyCancellation,
@@ -21,6 +22,9 @@ import { orderIdForClaim, type Order } from '../orders/order.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { CREATE_ORDER_OPERATION } from '../orders/orders.service.js';
 import { REFUND_OPERATION, RefundsService } from '../refunds/refunds.service.js';
+
+/** A finished cancel whose refund, or the refunds it found, failed at the provider afterwards: the order is charged again. */
+export const REFUND_FAILED = 'refund_failed';
 
 /** The reason the cancel's refund carries. */
 export const CANCEL_REFUND_REASON = 'key_canceled';
@@ -136,6 +140,28 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     }
     // A declined card (the stored 402), or money already given back (voided, expired, refunded by others): nothing to undo.
     return { outcome: 'nothing_to_undo', ...found };
+  }
+
+  /**
+   * A finished cancel's answer follows the money it relied on: a card refund
+   * `succeeded` at Stripe can still fail days later (refund.failed puts the
+   * money back and the order is charged again). Then the cancel's `refunded`
+   * (its own refund failed) or `nothing_to_undo` (others' refunds failed)
+   * is no longer true, and every repeat answers `refund_failed`: the order
+   * is charged, the key stays canceled, and the money goes back by a refund
+   * of the order by its id (docs/api/cancel-by-key.md).
+   */
+  async current(view: CancellationView, tenant: string): Promise<CancellationView> {
+    const orderId = view.references.orderId;
+    if (!orderId || (view.outcome !== 'refunded' && view.outcome !== 'nothing_to_undo')) return view;
+    const order = await this.orders.findForTenant(tenant, orderId);
+    if (!order) return view;
+    const refundId = view.references.refundId;
+    const failed = refundId
+      ? (await this.refunds.get(tenant, orderId, refundId).catch(() => null))?.state === 'failed'
+      : // Final money only, as settle() decides: a refund still in flight is not money given back.
+        order.capturedMinor > order.refundedMinor;
+    return failed ? { ...view, outcome: REFUND_FAILED } : view;
   }
 
   /**

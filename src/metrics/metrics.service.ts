@@ -138,11 +138,11 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  /** The Stripe adapter's calls (PAYMENT_PROVIDER=stripe), by SDK operation and outcome. */
+  /** The Stripe adapter's calls (PAYMENT_PROVIDER=stripe), by SDK operation, outcome, and the port operation they serve (kind). */
   readonly stripeRequests = new Counter({
     name: 'stripe_requests_total',
-    help: 'Calls to Stripe by operation (payment_intents.create, refunds.create, ...) and outcome (ok, declined, transient, idempotency_error, key_reconciled, invalid, error); idempotency_error means our key derivation is wrong (those reconciliation expects are key_reconciled)',
-    labelNames: ['operation', 'outcome'] as const,
+    help: 'Calls to Stripe by operation (payment_intents.create, refunds.create, ...) and outcome (ok, declined, transient, idempotency_error, key_reconciled, invalid, error); idempotency_error means our key derivation is wrong (those reconciliation expects are key_reconciled); kind: what the call serves (charge, capture, void, refund, cancel: reconciliation canceling a key or an expired payment)',
+    labelNames: ['operation', 'outcome', 'kind'] as const,
     registers: [this.registry],
   });
 
@@ -156,8 +156,8 @@ export class MetricsService {
 
   /** The Stripe adapter's metrics port (payment-stripe/stripe-payment.gateway.ts StripeMetrics). */
   readonly stripe = {
-    observe: (operation: string, outcome: string, seconds: number): void => {
-      this.stripeRequests.inc({ operation, outcome });
+    observe: (operation: string, outcome: string, seconds: number, kind: string): void => {
+      this.stripeRequests.inc({ operation, outcome, kind });
       this.stripeDuration.observe({ operation }, seconds);
     },
   };

@@ -12,9 +12,10 @@ export interface PricedItem {
  * Sum of quantity x unit price in BigInt, so no intermediate product can
  * lose precision, then checked against the limits before it becomes a
  * number. Free items are fine; a free order is not a paid order (nothing to
- * charge, nothing to journal), so the total must be at least 1.
+ * charge, nothing to journal), so the total must be at least 1. Then
+ * the payment provider's own limits for the currency (providerRefusal).
  */
-export function orderAmountMinor(items: readonly PricedItem[]): number {
+export function orderAmountMinor(items: readonly PricedItem[], providerRefusal?: (amountMinor: number) => string | null): number {
   let total = 0n;
   for (const item of items) {
     if (!Number.isSafeInteger(item.quantity) || !Number.isSafeInteger(item.unitPriceMinor)) {
@@ -23,5 +24,7 @@ export function orderAmountMinor(items: readonly PricedItem[]): number {
     total += BigInt(item.quantity) * BigInt(item.unitPriceMinor);
   }
   if (total < 1n || total > BigInt(MAX_ORDER_AMOUNT_MINOR)) throw new AmountOutOfRangeError(MAX_ORDER_AMOUNT_MINOR);
+  const refusal = providerRefusal?.(Number(total));
+  if (refusal) throw new AmountOutOfRangeError(MAX_ORDER_AMOUNT_MINOR, refusal);
   return Number(total);
 }

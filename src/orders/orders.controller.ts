@@ -83,7 +83,10 @@ export class OrdersController {
   )
   @ApiProblemResponse(413, '`payload_too_large`: the body is over HTTP_BODY_LIMIT_BYTES')
   @ApiProblemResponse(415, '`unsupported_media_type`: send the body as application/json')
-  @ApiProblemResponse(422, '`amount_out_of_range`: the total is not between 1 and 10^12 minor units')
+  @ApiProblemResponse(
+    422,
+    '`amount_out_of_range`: the total is not between 1 and 10^12 minor units, or outside what the payment provider accepts for the currency (Stripe: its minimum, 8 digits, tens in three-decimal currencies)',
+  )
   @ApiProblemResponse(429, '`rate_limited`: too many requests on this key or tenant; see Retry-After', RETRY_AFTER_HEADER)
   @ApiProblemResponse(
     503,

@@ -9,8 +9,9 @@ export class OrderNotFoundError extends DomainError {
 
 export class AmountOutOfRangeError extends DomainError {
   readonly code = 'amount_out_of_range';
-  constructor(limit: number) {
-    super(`The order total must be between 1 and ${limit} minor units.`);
+  /** `detail`: the payment provider's own limit, when that is what the total is outside of. */
+  constructor(limit: number, detail?: string) {
+    super(detail ?? `The order total must be between 1 and ${limit} minor units.`);
   }
 }
 

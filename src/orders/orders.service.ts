@@ -10,6 +10,7 @@ import {
   type Lease,
 } from '@idempotent-orders/nest-idempotency';
 import { LedgerService } from '../ledger/ledger.service.js';
+import { PaymentGateway } from '../payments/payment-gateway.port.js';
 import type { CreateOrderDto } from './dto/create-order.dto.js';
 import { orderAmountMinor } from './order-amount.js';
 import { OrderWorkflow, responseFor } from './order-workflow.js';
@@ -30,11 +31,13 @@ export class OrdersService {
     private readonly ledger: LedgerService,
     private readonly clock: Clock,
     private readonly faults: FaultInjector,
+    private readonly payments: PaymentGateway,
   ) {}
 
   /** Claim the key with a pending order (T0), then drive it to a final state. */
   async create(tenant: string, dto: CreateOrderDto, key: IdempotencyKeyContext): Promise<IdempotentResult> {
-    const amountMinor = orderAmountMinor(dto.items);
+    // Before the claim: a total the provider refuses is bad input (422), nothing written.
+    const amountMinor = orderAmountMinor(dto.items, (total) => this.payments.amountRefusal(total, dto.currency));
     const request = this.idempotency.requestFor(key, tenant, dto, dto.customerId);
     const result = await this.idempotency.execute(request, {
       begin: (session, lease) => this.orders.insertPending(session, this.newOrder(tenant, dto, amountMinor, lease)),

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import { Logger } from '@nestjs/common';
 import Stripe from 'stripe';
 import { Clock } from '../common/clock.js';
@@ -6,49 +5,44 @@ import {
   PaymentGateway,
   PaymentProviderUnavailableError,
   type AsyncChargeResult,
-  type AsyncPaymentMethod,
   type Authorization,
   type AuthorizeResult,
   type CaptureRequest,
-  type Charge,
   type ChargeRequest,
   type ChargeResult,
-  type OperationKind,
   type OperationResult,
   type ReconcileResult,
   type RefundRequest,
-  type RefusalReason,
   type VoidRequest,
 } from '../payments/payment-gateway.port.js';
 import { StripeIdempotencyKeyMisuseError, StripeServerError, StripeUnexpectedAnswerError } from './stripe.errors.js';
 import type { JournalEntry, JournaledCall, StripeRequestJournal } from './stripe-request.journal.js';
 import type { StripeSettings } from './stripe.settings.js';
+import { keyStep, withinKeyWindow, type KeyCaller } from './key-window.js';
+import { stripeAmountRefusal } from './stripe-amounts.js';
+import {
+  asyncMethodOf,
+  authorizationRefusal,
+  captureBeforeOf,
+  describe,
+  intentParams,
+  journaledByEarlierRelease,
+  refundOutcome,
+  refundRefusal,
+  succeeded,
+  toAuthorization,
+  toCharge,
+  tombstoneParams,
+  type Answer,
+} from './stripe-answers.js';
 
 /** The API version this adapter was written and tested against; the SDK sends it on every call (Stripe-Version). */
 export const STRIPE_API_VERSION = '2026-10-28.endive' as const;
-
-/**
- * Stripe keeps an idempotency key 24 hours. Inside this window (an hour of
- * margin for clock skew and slow calls) a replay under the key answers what
- * the first call did; past it a replay would be a NEW request, so the
- * adapter looks the object up instead.
- */
-export const KEY_WINDOW_MS = 23 * 60 * 60 * 1000;
-
-/** A card authorization lasts 7 days at Stripe (online card payments); the PaymentIntent does not say so without expansion. */
-const AUTHORIZATION_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Keys derived by this service: nothing that could break out of a search query's quotes. */
 const SEARCHABLE_KEY = /^[A-Za-z0-9_:.-]{1,200}$/;
 
 type Intent = Stripe.PaymentIntent;
-type Answer<T> =
-  | { ok: T }
-  | { card: Stripe.errors.StripeCardError }
-  | { invalid: Stripe.errors.StripeInvalidRequestError }
-  /** The key turned out to be reconciliation's tombstone: nothing happens under it, ever. */
-  | { canceled: true };
-
 /**
  * The payment gateway port on Stripe (PaymentIntents and Refunds, official
  * SDK, API version pinned). Every call goes out under the key the caller
@@ -66,6 +60,11 @@ type Answer<T> =
  *   StripeIdempotencyKeyMisuseError, loud, never retried under a new key;
  * - other 400s of a capture, void or refund: a refusal, mapped from Stripe's
  *   code and the PaymentIntent's state.
+ *
+ * Stripe forgets a key after 24 hours: past that window a send under it
+ * would move money again. Which of send, look up or cancel a key gets, by
+ * its journal entry's age and who asks (a request or the reaper), is one
+ * rule in key-window.ts; settleCharge and settleOperation follow it.
  *
  * Cancel by key, which Stripe does not offer: reconciliation sends a
  * harmless request under the key (an unconfirmed PaymentIntent with
@@ -104,6 +103,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const found = await this.openIntent(request, 'authorize');
     switch (found.outcome) {
       case 'authorized':
+        return { outcome: 'authorized', authorization: await this.withCaptureDeadline(found.authorization) };
       case 'declined':
       case 'canceled':
         return found;
@@ -112,18 +112,12 @@ export class StripePaymentGateway extends PaymentGateway {
     }
   }
 
+  override amountRefusal(amountMinor: number, currency: string): string | null {
+    return stripeAmountRefusal(amountMinor, currency);
+  }
+
   async chargeOrCancel(chargeKey: string): Promise<ReconcileResult> {
-    const entry = await this.journal.openOrGet(this.tombstoneEntry(chargeKey, null));
-    if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
-    if (!this.withinKeyWindow(entry)) {
-      // Past the key window: the search index has long caught up (its lag is under a minute), so not found means never created.
-      const intent = await this.searchIntent(chargeKey);
-      if (intent) return this.intentOutcome(intent);
-      await this.journal.canceled(chargeKey);
-      return { outcome: 'canceled' };
-    }
-    if (await this.cancelAtStripe(chargeKey)) return { outcome: 'canceled' };
-    return this.replayIntent(entry);
+    return this.settleCharge(await this.journal.openOrGet(this.tombstoneEntry(chargeKey, null)), 'reaper');
   }
 
   async processingOrCancel(chargeKey: string): Promise<AsyncChargeResult> {
@@ -137,7 +131,7 @@ export class StripePaymentGateway extends PaymentGateway {
       // for 24 h, so a key shared by every look would answer a processing payment's refusal to the authorization it
       // became - kept, still_processing, for a day. The same status again is the same request, and its replay holds.
       const idempotencyKey = `${chargeKey}:expire:${current.status}`;
-      const canceled = await this.call('payment_intents.cancel', chargeKey, () =>
+      const canceled = await this.call('payment_intents.cancel', 'cancel', idempotencyKey, () =>
         this.stripe.paymentIntents.cancel(current.id, { cancellation_reason: 'abandoned' }, { idempotencyKey }),
       );
       // Stripe cannot cancel most payments once processing: the answer is the intent as it stands - the one just
@@ -195,13 +189,7 @@ export class StripePaymentGateway extends PaymentGateway {
   }
 
   async operationOrCancel(key: string): Promise<OperationResult> {
-    const entry = await this.journal.openOrGet(this.tombstoneEntry(key, null));
-    if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
-    if (this.withinKeyWindow(entry)) {
-      if (await this.cancelAtStripe(key)) return { outcome: 'canceled' };
-      return this.send(key, entry.chargeKey!, entry.call, 'reaper');
-    }
-    return this.operationPastWindow(entry);
+    return this.settleOperation(await this.journal.openOrGet(this.tombstoneEntry(key, null)), 'reaper');
   }
 
   // --- charges -------------------------------------------------------------
@@ -217,7 +205,46 @@ export class StripePaymentGateway extends PaymentGateway {
     });
     if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
     if (entry.call.kind !== kind) throw new StripeUnexpectedAnswerError(`charge key ${request.chargeKey} was used for ${entry.call.kind}`);
-    return this.replayIntent({ ...entry, call: journaledByEarlierRelease(entry.call, call) ? entry.call : call });
+    return this.settleCharge({ ...entry, call: journaledByEarlierRelease(entry.call, call) ? entry.call : call }, 'request');
+  }
+
+  /** The charge under a journaled key, by the key window's rule (key-window.ts) for whoever asks. */
+  private async settleCharge(entry: JournalEntry, caller: KeyCaller): Promise<ReconcileResult> {
+    const next = keyStep(entry, this.clock.now(), caller);
+    switch (next.step) {
+      case 'canceled':
+        return { outcome: 'canceled' };
+      case 'send':
+        return this.replayIntent(entry);
+      case 'cancel':
+        return (await this.cancelAtStripe(entry._id)) ? { outcome: 'canceled' } : this.replayIntent(entry);
+      case 'look_up': {
+        // Past the key window the search index has long caught up (its lag is under a minute): not found means never created.
+        const intent = await this.lookUpIntent(entry);
+        if (intent) return this.intentOutcome(intent);
+        const reread = await this.pastWindowWithNothing(entry, next.ifNothing);
+        return reread
+          ? this.settleCharge({ ...reread, call: reread.call.kind === 'canceled' ? reread.call : entry.call }, caller)
+          : this.replayIntent(entry);
+      }
+    }
+  }
+
+  /**
+   * Past the window, nothing at Stripe: the reaper cancels the key, a request
+   * restarts its window and sends (null: go on and send). When another caller
+   * changed the entry first, the entry as it is now, to follow instead.
+   */
+  private async pastWindowWithNothing(entry: JournalEntry, ifNothing: 'send' | 'cancel'): Promise<JournalEntry | null> {
+    const changed =
+      ifNothing === 'cancel'
+        ? await this.journal.canceled(entry._id, entry.firstSentAt)
+        : await this.journal.restarted(entry._id, entry.firstSentAt, this.clock.now());
+    if (changed) return ifNothing === 'cancel' ? { ...entry, call: { kind: 'canceled' } } : null;
+    const now = await this.journal.find(entry._id);
+    if (!now || !withinKeyWindow(now, this.clock.now()))
+      throw new StripeUnexpectedAnswerError(`journal entry ${entry._id} changed under us`);
+    return now;
   }
 
   /** The create of the journaled PaymentIntent under its key: the first answer, whoever asks and however often. */
@@ -226,7 +253,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
     let answer: Answer<Intent>;
     try {
-      answer = await this.call('payment_intents.create', key, () =>
+      answer = await this.call('payment_intents.create', 'charge', key, () =>
         this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: key }),
       );
     } catch (error) {
@@ -242,6 +269,22 @@ export class StripePaymentGateway extends PaymentGateway {
     if ('invalid' in answer) throw new StripeUnexpectedAnswerError(`create under ${key}: ${describe(answer)}`);
     await this.journal.learned(key, answer.ok.id).catch(() => undefined);
     return this.intentOutcome(answer.ok);
+  }
+
+  /**
+   * The authorization's real deadline: Stripe gives it on the card charge
+   * (payment_method_details.card.capture_before), which the PaymentIntent
+   * holds only expanded - a read, so never part of the keyed create. Some
+   * networks and merchant-initiated payments lapse before 7 days. When the
+   * read fails or shows none, the 7-day default stands (a capture after the
+   * real lapse is then refused authorization_expired, as before).
+   */
+  private async withCaptureDeadline(authorization: Authorization): Promise<Authorization> {
+    const got = await this.call('payment_intents.retrieve', 'charge', authorization.chargeKey, () =>
+      this.stripe.paymentIntents.retrieve(authorization.id, { expand: ['latest_charge'] }),
+    ).catch(() => null);
+    const captureBefore = got && 'ok' in got ? captureBeforeOf(got.ok) : null;
+    return captureBefore ? { ...authorization, expiresAt: captureBefore } : authorization;
   }
 
   private intentOutcome(intent: Intent): ReconcileResult {
@@ -272,26 +315,35 @@ export class StripePaymentGateway extends PaymentGateway {
    */
   private async findIntent(chargeKey: string): Promise<Intent | null> {
     const entry = await this.journal.find(chargeKey);
-    if (!entry || entry.call.kind === 'canceled') return this.withinKeyWindow(entry) ? null : this.searchIntent(chargeKey);
-    if (entry.objectId) {
-      const got = await this.call('payment_intents.retrieve', chargeKey, () => this.stripe.paymentIntents.retrieve(entry.objectId!));
-      if ('ok' in got) return got.ok;
-    }
-    if (this.withinKeyWindow(entry)) {
-      const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
-      const answer = await this.call('payment_intents.create', chargeKey, () =>
-        this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: chargeKey }),
-      );
-      if ('ok' in answer) return answer.ok;
-      if ('card' in answer) return answer.card.payment_intent ?? null;
-      return null;
-    }
-    return this.searchIntent(chargeKey);
+    if (!entry || entry.call.kind === 'canceled') return withinKeyWindow(entry, this.clock.now()) ? null : this.searchIntent(chargeKey);
+    if (!withinKeyWindow(entry, this.clock.now())) return this.lookUpIntent(entry);
+    const byId = await this.retrieveLearned(entry);
+    if (byId) return byId;
+    const call = entry.call as Extract<JournaledCall, { kind: 'charge' | 'authorize' }>;
+    const answer = await this.call('payment_intents.create', 'charge', chargeKey, () =>
+      this.stripe.paymentIntents.create(call.params as never, { idempotencyKey: chargeKey }),
+    );
+    if ('ok' in answer) return answer.ok;
+    if ('card' in answer) return answer.card.payment_intent ?? null;
+    return null;
+  }
+
+  /** The PaymentIntent under a key without sending under it: by the id the journal learned, else by metadata search. */
+  private async lookUpIntent(entry: JournalEntry): Promise<Intent | null> {
+    return (await this.retrieveLearned(entry)) ?? this.searchIntent(entry._id);
+  }
+
+  private async retrieveLearned(entry: JournalEntry): Promise<Intent | null> {
+    if (!entry.objectId) return null;
+    const got = await this.call('payment_intents.retrieve', 'charge', entry._id, () =>
+      this.stripe.paymentIntents.retrieve(entry.objectId!),
+    );
+    return 'ok' in got ? got.ok : null;
   }
 
   private async searchIntent(chargeKey: string): Promise<Intent | null> {
     if (!SEARCHABLE_KEY.test(chargeKey)) throw new StripeUnexpectedAnswerError(`charge key ${chargeKey} cannot be searched`);
-    const found = await this.call('payment_intents.search', chargeKey, () =>
+    const found = await this.call('payment_intents.search', 'charge', chargeKey, () =>
       this.stripe.paymentIntents.search({ query: `metadata['charge_key']:'${chargeKey}'`, limit: 10 }),
     );
     if (!('ok' in found)) throw new StripeUnexpectedAnswerError(`search for ${chargeKey}: ${describe(found)}`);
@@ -306,7 +358,23 @@ export class StripePaymentGateway extends PaymentGateway {
     const entry = await this.journal.openOrGet({ _id: key, call, chargeKey, firstSentAt: this.clock.now(), objectId: null });
     if (entry.call.kind === 'canceled') return { outcome: 'canceled' };
     if (entry.call.kind !== call.kind) throw new StripeUnexpectedAnswerError(`key ${key} was used for ${entry.call.kind}`);
-    return this.send(key, chargeKey, entry.call);
+    return this.settleOperation(entry, 'request');
+  }
+
+  /** The operation under a journaled key, by the key window's rule (key-window.ts) for whoever asks. */
+  private async settleOperation(entry: JournalEntry, caller: KeyCaller): Promise<OperationResult> {
+    const next = keyStep(entry, this.clock.now(), caller);
+    if (next.step === 'canceled') return { outcome: 'canceled' };
+    const [key, chargeKey, call] = [entry._id, entry.chargeKey!, entry.call as JournaledCall];
+    if (next.step === 'send') return this.send(key, chargeKey, call, caller);
+    if (next.step === 'cancel') return (await this.cancelAtStripe(key)) ? { outcome: 'canceled' } : this.send(key, chargeKey, call, caller);
+    // Past the window a replay would be a new request: what the payment shows is the answer.
+    const found = await this.findOperation(key, chargeKey, call);
+    if (found) return found;
+    const reread = await this.pastWindowWithNothing(entry, next.ifNothing);
+    return reread
+      ? this.settleOperation({ ...reread, call: reread.call.kind === 'canceled' ? reread.call : call }, caller)
+      : this.send(key, chargeKey, call, caller);
   }
 
   /**
@@ -341,7 +409,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const options = { idempotencyKey: key };
     switch (call.kind) {
       case 'capture': {
-        const answer = await this.call('payment_intents.capture', key, () =>
+        const answer = await this.call('payment_intents.capture', 'capture', key, () =>
           this.stripe.paymentIntents.capture(call.intentId, call.params as never, options),
         );
         if ('ok' in answer) return succeeded(key, 'capture', chargeKey, answer.ok.latest_charge, answer.ok, answer.ok.amount_received);
@@ -349,7 +417,7 @@ export class StripePaymentGateway extends PaymentGateway {
         return { outcome: 'refused', reason: authorizationRefusal(answer) };
       }
       case 'void': {
-        const answer = await this.call('payment_intents.cancel', key, () =>
+        const answer = await this.call('payment_intents.cancel', 'void', key, () =>
           this.stripe.paymentIntents.cancel(call.intentId, call.params as never, options),
         );
         if ('ok' in answer) return succeeded(key, 'void', chargeKey, null, answer.ok, answer.ok.amount);
@@ -357,7 +425,7 @@ export class StripePaymentGateway extends PaymentGateway {
         return { outcome: 'refused', reason: authorizationRefusal(answer) };
       }
       case 'refund': {
-        const answer = await this.call('refunds.create', key, () => this.stripe.refunds.create(call.params as never, options));
+        const answer = await this.call('refunds.create', 'refund', key, () => this.stripe.refunds.create(call.params as never, options));
         if ('ok' in answer) {
           const refund = answer.ok;
           await this.journal.learned(key, refund.id).catch(() => undefined);
@@ -369,15 +437,6 @@ export class StripePaymentGateway extends PaymentGateway {
       default:
         throw new StripeUnexpectedAnswerError(`key ${key} journals a ${call.kind}, not an operation`);
     }
-  }
-
-  /** Past the key window a replay would be a new request: read what the payment shows instead. */
-  private async operationPastWindow(entry: JournalEntry): Promise<OperationResult> {
-    const key = entry._id;
-    const found = await this.findOperation(key, entry.chargeKey!, entry.call as JournaledCall);
-    if (found) return found;
-    await this.journal.canceled(key);
-    return { outcome: 'canceled' };
   }
 
   /**
@@ -402,7 +461,9 @@ export class StripePaymentGateway extends PaymentGateway {
    */
   private async operationShownBy(intent: Intent, key: string, chargeKey: string, call: JournaledCall): Promise<OperationResult | null> {
     if (call.kind === 'refund') {
-      const listed = await this.call('refunds.list', key, () => this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }));
+      const listed = await this.call('refunds.list', 'refund', key, () =>
+        this.stripe.refunds.list({ payment_intent: intent.id, limit: 100 }),
+      );
       if (!('ok' in listed)) throw new StripeUnexpectedAnswerError(`refunds of ${intent.id}: ${describe(listed)}`);
       const refund = listed.ok.data.find((candidate) => candidate.metadata?.refund_key === key);
       return refund ? refundOutcome(refund, key, chargeKey) : null;
@@ -431,6 +492,7 @@ export class StripePaymentGateway extends PaymentGateway {
   private async cancelAtStripe(key: string): Promise<boolean> {
     const answer = await this.call(
       'payment_intents.create',
+      'cancel',
       key,
       () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }),
       {
@@ -440,7 +502,7 @@ export class StripePaymentGateway extends PaymentGateway {
     if (answer === IDEMPOTENCY_ERROR) return false;
     if (!('ok' in answer)) throw new StripeUnexpectedAnswerError(`tombstone under ${key}: ${describe(answer)}`);
     if (answer.ok.status !== 'canceled') {
-      await this.call('payment_intents.cancel', `${key}:tombstone`, () =>
+      await this.call('payment_intents.cancel', 'cancel', `${key}:tombstone`, () =>
         this.stripe.paymentIntents.cancel(answer.ok.id, { cancellation_reason: 'abandoned' }, { idempotencyKey: `${key}:tombstone` }),
       );
     }
@@ -448,27 +510,25 @@ export class StripePaymentGateway extends PaymentGateway {
     return true;
   }
 
-  private withinKeyWindow(entry: Pick<JournalEntry, 'firstSentAt'> | null): boolean {
-    return !!entry && this.clock.now().getTime() - entry.firstSentAt.getTime() < KEY_WINDOW_MS;
-  }
-
   // --- one call, every answer mapped ------------------------------------------
 
-  private async call<T>(operation: StripeOperation, key: string, send: () => Promise<T>): Promise<Answer<T>>;
+  private async call<T>(operation: StripeOperation, kind: StripeCallKind, key: string, send: () => Promise<T>): Promise<Answer<T>>;
   private async call<T>(
     operation: StripeOperation,
+    kind: StripeCallKind,
     key: string,
     send: () => Promise<T>,
     options: { idempotencyErrorIsAnswer: true },
   ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR>;
   private async call<T>(
     operation: StripeOperation,
+    kind: StripeCallKind,
     key: string,
     send: () => Promise<T>,
     options?: { idempotencyErrorIsAnswer: true },
   ): Promise<Answer<T> | typeof IDEMPOTENCY_ERROR> {
     const started = performance.now();
-    const observe = (outcome: StripeOutcome) => this.metrics.observe(operation, outcome, (performance.now() - started) / 1000);
+    const observe = (outcome: StripeOutcome) => this.metrics.observe(operation, outcome, (performance.now() - started) / 1000, kind);
     let result: T;
     try {
       result = await send();
@@ -480,7 +540,7 @@ export class StripePaymentGateway extends PaymentGateway {
           return IDEMPOTENCY_ERROR;
         }
         try {
-          const canceled = await this.misusedOrCanceled(key, error);
+          const canceled = await this.misusedOrCanceled(key, kind, error);
           observe('key_reconciled');
           return canceled;
         } catch (misuse) {
@@ -511,9 +571,14 @@ export class StripePaymentGateway extends PaymentGateway {
    * Stripe's store: canceled), or our derivation gave one key to two
    * different requests - loud, and never retried under another key.
    */
-  private async misusedOrCanceled(key: string, error: Stripe.errors.StripeIdempotencyError): Promise<{ canceled: true }> {
+  private async misusedOrCanceled(
+    key: string,
+    kind: StripeCallKind,
+    error: Stripe.errors.StripeIdempotencyError,
+  ): Promise<{ canceled: true }> {
     const probe = await this.call(
       'payment_intents.create',
+      'cancel',
       key,
       () => this.stripe.paymentIntents.create(tombstoneParams(key), { idempotencyKey: key }),
       {
@@ -524,7 +589,7 @@ export class StripePaymentGateway extends PaymentGateway {
       await this.journal.canceled(key);
       return { canceled: true };
     }
-    const misuse = new StripeIdempotencyKeyMisuseError(key, error.message);
+    const misuse = new StripeIdempotencyKeyMisuseError(key, kind, error.message);
     this.logger.error(misuse.message);
     throw misuse;
   }
@@ -552,9 +617,18 @@ export type StripeOperation =
  */
 export type StripeOutcome = 'ok' | 'declined' | 'transient' | 'idempotency_error' | 'key_reconciled' | 'invalid' | 'error';
 
+/**
+ * What a call to Stripe is for, by the port's operation whose key it carries:
+ * `charge` (a charge or authorization, and look-ups of it), `capture`,
+ * `void`, `refund`, and `cancel` (reconciliation canceling a key with a
+ * tombstone, or a payment past the processing bound). The misuse alert names
+ * it, so on-call knows whose key derivation to read.
+ */
+export type StripeCallKind = 'charge' | 'capture' | 'void' | 'refund' | 'cancel';
+
 /** Where the adapter reports each call (MetricsService's stripe_requests_total and stripe_request_duration_seconds). */
 export interface StripeMetrics {
-  observe(operation: StripeOperation, outcome: StripeOutcome, seconds: number): void;
+  observe(operation: StripeOperation, outcome: StripeOutcome, seconds: number, kind: StripeCallKind): void;
 }
 
 function outcomeOf(error: unknown): StripeOutcome {
@@ -568,147 +642,9 @@ function outcomeOf(error: unknown): StripeOutcome {
 /** Stripe's 400 idempotency_error, when the caller asked for it as an answer (cancelAtStripe). */
 const IDEMPOTENCY_ERROR = Symbol('idempotency_error');
 
-/** Cards settle in minutes; every other asynchronous method Stripe offers here (debits, transfers) takes days: the bank-transfer bound. */
-function asyncMethodOf(intent: Intent): AsyncPaymentMethod {
-  const type = intent.payment_method_types?.[0] ?? 'card';
-  return type === 'card' ? 'card' : 'bank_transfer';
-}
-
 function isTransient(error: Stripe.errors.StripeError): boolean {
   if (error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeRateLimitError) return true;
   const status = error.statusCode ?? 0;
   // 409: idempotency_key_in_use (the same key in flight) and lock_timeout (the object is locked by another request).
   return status === 409 || status === 429 || status >= 500 || error instanceof Stripe.errors.StripeAPIError;
-}
-
-/** Stripe's test card tokens name test PaymentMethods the same way: tok_visa -> pm_card_visa. A pm_ id is sent as it is. */
-export function paymentMethodFor(token: string): string {
-  return token.startsWith('tok_') ? `pm_card_${token.slice('tok_'.length)}` : token;
-}
-
-function intentParams(request: ChargeRequest, kind: 'charge' | 'authorize'): Record<string, unknown> {
-  return {
-    amount: request.amountMinor,
-    currency: request.currency.toLowerCase(),
-    capture_method: kind === 'authorize' ? 'manual' : 'automatic',
-    confirm: true,
-    payment_method: paymentMethodFor(request.paymentToken),
-    allowed_payment_method_types: ['card'],
-    // This API has no step where the customer could authenticate: a card that needs 3-D Secure is declined by Stripe
-    // (card_error authentication_required) instead of waiting in requires_action for an authentication that never comes.
-    error_on_requires_action: true,
-    metadata: { charge_key: request.chargeKey, reference: request.reference },
-  };
-}
-
-/**
- * A charge journaled by the release before `error_on_requires_action`, the
- * same request otherwise: its retry after the deploy must repeat what was
- * sent under the key (Stripe refuses other parameters as idempotency_error).
- */
-function journaledByEarlierRelease(journaled: JournaledCall, current: JournaledCall): boolean {
-  if (!('params' in journaled) || !('params' in current)) return false;
-  if ('error_on_requires_action' in journaled.params) return false;
-  return isDeepStrictEqual({ ...journaled.params, error_on_requires_action: current.params.error_on_requires_action }, current.params);
-}
-
-/** The request reconciliation binds a key to when nothing was sent under it: it moves no money (never confirmed). */
-function tombstoneParams(key: string): Stripe.PaymentIntentCreateParams {
-  return { amount: 100, currency: 'usd', allowed_payment_method_types: ['card'], metadata: { tombstone_for: key } };
-}
-
-function toCharge(intent: Intent, chargeKey: string): Charge {
-  return {
-    id: intent.id,
-    chargeKey,
-    amountMinor: intent.amount_received || intent.amount,
-    currency: intent.currency.toUpperCase(),
-    createdAt: new Date(intent.created * 1000),
-  };
-}
-
-function toAuthorization(intent: Intent, chargeKey: string): Authorization {
-  const createdAt = new Date(intent.created * 1000);
-  return {
-    id: intent.id,
-    chargeKey,
-    amountMinor: intent.amount,
-    currency: intent.currency.toUpperCase(),
-    createdAt,
-    expiresAt: new Date(createdAt.getTime() + AUTHORIZATION_LIFETIME_MS),
-  };
-}
-
-function succeeded(
-  key: string,
-  kind: OperationKind,
-  chargeKey: string,
-  chargeId: string | Stripe.Charge | null,
-  intent: Intent,
-  amountMinor: number,
-): OperationResult {
-  const id = typeof chargeId === 'string' ? chargeId : (chargeId?.id ?? intent.id);
-  return {
-    outcome: 'succeeded',
-    operation: {
-      id: kind === 'void' ? `${intent.id}:void` : id,
-      key,
-      kind,
-      chargeKey,
-      amountMinor,
-      currency: intent.currency.toUpperCase(),
-      createdAt: new Date((intent.canceled_at ?? intent.created) * 1000),
-    },
-  };
-}
-
-/** A Stripe refund as the port's outcome: whether it was just made or found again past the key window. */
-function refundOutcome(refund: Stripe.Refund, key: string, chargeKey: string): OperationResult {
-  // `succeeded` or `pending` is booked as done; either can still fail days later (money back on our balance): Stripe then
-  // sends refund.failed, which the inbox books as the refund failing (refunds/refund-failure.ts). `failed`/`canceled` now: refused.
-  if (refund.status === 'failed' || refund.status === 'canceled') return { outcome: 'refused', reason: 'declined' };
-  return {
-    outcome: 'succeeded',
-    operation: {
-      id: refund.id,
-      key,
-      kind: 'refund',
-      chargeKey,
-      amountMinor: refund.amount,
-      currency: refund.currency.toUpperCase(),
-      createdAt: new Date(refund.created * 1000),
-    },
-  };
-}
-
-/** Why Stripe refused a capture or void, from the intent it returned with the error. */
-function authorizationRefusal(answer: Answer<unknown>): RefusalReason {
-  if (!('invalid' in answer)) return 'no_such_payment';
-  const error = answer.invalid;
-  if (error.code === 'amount_too_large' || error.code === 'amount_too_small') return 'exceeds_captured';
-  const intent = error.payment_intent;
-  if (!intent) return 'no_such_payment';
-  if (intent.status === 'succeeded') return 'already_captured';
-  if (intent.status === 'canceled') {
-    return intent.cancellation_reason === 'automatic' || intent.cancellation_reason === 'expired'
-      ? 'authorization_expired'
-      : 'authorization_voided';
-  }
-  return 'no_such_payment';
-}
-
-function refundRefusal(answer: Answer<unknown>): RefusalReason {
-  if ('card' in answer) return 'declined';
-  if (!('invalid' in answer)) return 'no_such_payment';
-  const code = answer.invalid.code;
-  if (code === 'charge_already_refunded' || code === 'amount_too_large' || code === 'amount_too_small') return 'exceeds_captured';
-  if (code === 'parameter_invalid_integer' && answer.invalid.param === 'amount') return 'exceeds_captured';
-  return 'no_such_payment';
-}
-
-function describe(answer: Answer<unknown>): string {
-  if ('canceled' in answer) return 'canceled by reconciliation';
-  if ('card' in answer) return `card_error ${answer.card.code ?? ''}`;
-  if ('invalid' in answer) return `invalid_request_error ${answer.invalid.code ?? ''} ${answer.invalid.message}`;
-  return 'ok';
 }

@@ -112,8 +112,30 @@ export class StripeRequestJournal {
     await this.entries.updateOne({ _id: key, objectId: null }, { $set: { objectId } }, { writeConcern: MAJORITY });
   }
 
-  /** Reconciliation canceled the key at Stripe too: later callers stop before sending. */
-  async canceled(key: string): Promise<void> {
-    await this.entries.updateOne({ _id: key }, { $set: { call: { kind: 'canceled' } } }, { writeConcern: MAJORITY });
+  /**
+   * Reconciliation canceled the key at Stripe too: later callers stop before
+   * sending. With `sentAt`, only if the entry's window has not been restarted
+   * since (a request's first send past the window): false, nothing changed.
+   */
+  async canceled(key: string, sentAt?: Date): Promise<boolean> {
+    const filter = sentAt ? { _id: key, firstSentAt: sentAt } : { _id: key };
+    const done = await this.entries.updateOne(filter, { $set: { call: { kind: 'canceled' } } }, { writeConcern: MAJORITY });
+    return done.matchedCount === 1;
+  }
+
+  /**
+   * Past Stripe's key window, with nothing found at Stripe, a request sends
+   * the journaled call as a first send: its window starts now, so its own
+   * retries replay it under the key instead of looking up an object the
+   * search index may not show yet. False: another caller restarted or
+   * canceled the entry first (read it again).
+   */
+  async restarted(key: string, sentAt: Date, now: Date): Promise<boolean> {
+    const done = await this.entries.updateOne(
+      { _id: key, firstSentAt: sentAt, 'call.kind': { $ne: 'canceled' } },
+      { $set: { firstSentAt: now } },
+      { writeConcern: MAJORITY },
+    );
+    return done.matchedCount === 1;
   }
 }

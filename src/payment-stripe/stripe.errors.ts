@@ -11,9 +11,10 @@ import { PaymentProviderUnavailableError } from '../payments/payment-gateway.por
 export class StripeIdempotencyKeyMisuseError extends Error {
   constructor(
     readonly key: string,
+    readonly kind: string,
     detail: string,
   ) {
-    super(`Stripe refused idempotency key ${key} as used with other parameters: our key derivation is wrong (${detail})`);
+    super(`Stripe refused the ${kind} idempotency key ${key} as used with other parameters: our key derivation is wrong (${detail})`);
     this.name = 'StripeIdempotencyKeyMisuseError';
   }
 }

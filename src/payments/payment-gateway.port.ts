@@ -168,4 +168,16 @@ export abstract class PaymentGateway {
   abstract refund(request: RefundRequest): Promise<OperationResult>;
   /** For the reaper: the capture, void or refund made under this key, or cancel the key. */
   abstract operationOrCancel(key: string): Promise<OperationResult>;
+
+  /**
+   * Why the provider would refuse to charge this amount in this currency
+   * (its minimum, its maximum, its rounding), or null. Asked before an order
+   * is claimed, so such a total is a 422, never a 500 after the claim. The
+   * default accepts any amount (the simulator does).
+   */
+  amountRefusal(amountMinor: number, currency: string): string | null {
+    void amountMinor;
+    void currency;
+    return null;
+  }
 }

@@ -20,7 +20,11 @@ export class InvalidCustomerIdError extends DomainError {
 @ApiBearerAuth()
 @ApiProblemResponse(401, '`unauthorized`: missing or unknown API key')
 @ApiProblemResponse(429, '`rate_limited`: too many requests for your tenant; see Retry-After', RETRY_AFTER_HEADER)
-@ApiProblemResponse(503, '`store_unavailable`: nothing erased; retry after Retry-After', RETRY_AFTER_HEADER)
+@ApiProblemResponse(
+  503,
+  '`store_unavailable` or `cache_unavailable`: nothing erased; `cache_invalidation_failed`: erased, Redis not told yet. Retry after Retry-After in each case',
+  RETRY_AFTER_HEADER,
+)
 @RequireScope('privacy')
 @Controller({ path: 'customers', version: '1' })
 export class ErasureController {

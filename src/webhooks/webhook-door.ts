@@ -6,7 +6,12 @@ import type { WebhooksConfig } from '../config/config.tokens.js';
 import { isSignedRawBodyRoute, signatureSchemeOf } from '../http/signed-raw-body.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { WebhookVerifier } from './webhook-verifier.js';
-import { WebhookPayloadTooLargeError, WebhookSourceRateLimitedError } from './webhooks.errors.js';
+import {
+  WebhookPayloadTooLargeError,
+  WebhookSignatureInvalidError,
+  WebhookSourceRateLimitedError,
+  WebhookTimestampOutOfToleranceError,
+} from './webhooks.errors.js';
 
 export const WEBHOOK_REFUSAL_WINDOW_MS = 60_000;
 /**
@@ -94,12 +99,15 @@ function isIPv4Mapped(source: string): boolean {
  * SEC4-04): a stranger's delivery used to be refused only after its whole
  * body had arrived and been hashed once per secret, and one with headers
  * only held its socket until the request timeout. Here, on the headers: a
- * source over its refusal budget (429), a declared body over
- * WEBHOOK_BODY_LIMIT_BYTES (413), and missing, malformed or repeated
- * webhook headers or a timestamp outside the tolerance (401/400) - each
- * answered at once, with `Connection: close` so the body is never waited
- * for. What passes still has its signature checked over the body by the
- * handler, which reports its own refusals to the same budget.
+ * declared body over WEBHOOK_BODY_LIMIT_BYTES (413), and missing,
+ * malformed or repeated signature headers or a timestamp outside the
+ * tolerance (401/400) - or 429 once the source is over its refusal budget -
+ * each answered at once, with `Connection: close` so the body is never
+ * waited for. A delivery whose headers pass goes on to its signature check
+ * over the body (the handler, which reports its own refusals to the same
+ * budget) even from a source over budget: the budget is spent only on what
+ * fails, so strangers behind the provider's address (a balancer with
+ * TRUST_PROXY unset, a shared NAT) cannot get a genuine delivery refused.
  */
 export function guardWebhookDoor(
   fastify: FastifyInstance,
@@ -109,31 +117,66 @@ export function guardWebhookDoor(
 ): void {
   const verifier = new WebhookVerifier(config.secrets, config.toleranceSeconds);
   const logger = new Logger('ProblemDetails');
+  const warnUntrustedProxy = untrustedProxyWarning();
   fastify.addHook('onRequest', (request, reply, done) => {
     // Not JSON: Fastify answers 415 before reading the body (its content-type check), as for every route.
     if (!isSignedRawBodyRoute(request) || !isJson(request.headers['content-type'])) return done();
     const source = sourceOf(request);
-    let refusal: DomainError | undefined;
-    const retryAfter = refusals.blockedFor(source);
-    if (retryAfter > 0) {
-      refusal = new WebhookSourceRateLimitedError(retryAfter);
-    } else if (Number(request.headers['content-length'] ?? 0) > config.bodyLimitBytes) {
-      refusal = new WebhookPayloadTooLargeError(config.bodyLimitBytes);
-    } else if (signatureSchemeOf(request) === 'standard-webhooks') {
-      // Stripe's door checks its one Stripe-Signature itself, with the SDK (payment-stripe/stripe-webhooks.controller.ts).
-      try {
-        verifier.checkHeaders(request.raw.headersDistinct);
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        refusal = error;
-      }
-    }
+    warnUntrustedProxy(request);
+    let refusal = headerRefusal(request, config, verifier);
+    // Well-formed and in time: its signature decides, whatever the source's budget - a genuine delivery is never
+    // refused by what strangers sharing its address sent (SEC5-06), and checking it costs microseconds.
     if (!refusal) return done();
-    if (!(refusal instanceof WebhookSourceRateLimitedError)) refusals.refused(source);
+    const retryAfter = refusals.blockedFor(source);
+    if (retryAfter > 0) refusal = new WebhookSourceRateLimitedError(retryAfter);
+    else refusals.refused(source);
     metrics.webhookRefused.inc({ code: refusal.code });
     reply.header('connection', 'close');
     sendProblem(reply, toProblemResponse(refusal, logger));
   });
+}
+
+/** Why the headers alone refuse this delivery (size, signature headers, timestamp), or undefined. */
+function headerRefusal(request: FastifyRequest, config: WebhooksConfig, verifier: WebhookVerifier): DomainError | undefined {
+  if (Number(request.headers['content-length'] ?? 0) > config.bodyLimitBytes) return new WebhookPayloadTooLargeError(config.bodyLimitBytes);
+  try {
+    if (signatureSchemeOf(request) === 'standard-webhooks') verifier.checkHeaders(request.raw.headersDistinct);
+    // Stripe's door checks its one Stripe-Signature with the SDK (payment-stripe/stripe-webhooks.controller.ts); here its form only.
+    else checkStripeSignatureHeader(request.raw.headersDistinct['stripe-signature'], config.toleranceSeconds);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    return error;
+  }
+  return undefined;
+}
+
+/** `t=<unix seconds>,v1=<64 hex>[,...]`, once, inside the tolerance: what the SDK will verify, nothing computed yet. */
+function checkStripeSignatureHeader(values: string[] | undefined, toleranceSeconds: number): void {
+  if (values?.length !== 1) throw new WebhookSignatureInvalidError('Exactly one Stripe-Signature header is required.');
+  const parts = values[0].split(',').map((part) => part.trim().split('='));
+  const timestamp = parts.find(([name]) => name === 't')?.[1] ?? '';
+  if (!/^\d{1,12}$/.test(timestamp) || !parts.some(([name, value]) => name === 'v1' && /^[0-9a-f]{64}$/.test(value ?? ''))) {
+    throw new WebhookSignatureInvalidError('The Stripe-Signature header holds no timestamp and v1 signature.');
+  }
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSeconds) throw new WebhookTimestampOutOfToleranceError(toleranceSeconds);
+}
+
+/**
+ * Once per process: a webhook delivery came through a proxy (X-Forwarded-For)
+ * that TRUST_PROXY does not name, so request.ip is the proxy's and every
+ * sender behind it shares one refusal budget. Not knowable at boot (nothing
+ * has arrived yet): said at the first such delivery.
+ */
+function untrustedProxyWarning(): (request: FastifyRequest) => void {
+  let warned = false;
+  return (request) => {
+    if (warned || request.headers['x-forwarded-for'] === undefined || request.ip !== request.socket.remoteAddress) return;
+    warned = true;
+    new Logger('WebhookDoor').warn(
+      `A webhook delivery came through a proxy (X-Forwarded-For) that TRUST_PROXY does not name: every sender behind ${request.ip} ` +
+        'counts as one source for WEBHOOK_REFUSALS_PER_SOURCE_PER_MINUTE. Set TRUST_PROXY to the balancer (docs/security.md).',
+    );
+  };
 }
 
 function isJson(contentType: string | undefined): boolean {

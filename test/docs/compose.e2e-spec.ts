@@ -55,7 +55,11 @@ describe('docker-compose.yml: MongoDB with auth', () => {
 
   it('initiates the set as root and creates the service user, readWrite on its two databases only', () => {
     const init = commandOf(services['mongo-init']);
-    expect(init).toMatch(/--username root --password \$\{MONGO_ROOT_PASSWORD:\?[^}]+\} --authenticationDatabase admin/);
+    // The root password by environment, read inside the script: never on mongosh's command line (ps, docker inspect).
+    expect(init).not.toContain('MONGO_ROOT_PASSWORD}');
+    expect(init).not.toMatch(/--password/);
+    expect(init).toContain("db.getSiblingDB('admin').auth('root', process.env.MONGO_ROOT_PASSWORD)");
+    expect(services['mongo-init'].environment?.MONGO_ROOT_PASSWORD).toMatch(/^\$\{MONGO_ROOT_PASSWORD:\?.+\}$/);
     expect(init).toContain("createUser({ user: 'orders', pwd: process.env.MONGO_APP_PASSWORD, roles })");
     expect(init).toContain("{ role: 'readWrite', db: 'orders' }");
     expect(init).toContain("{ role: 'readWrite', db: 'payment_simulator' }");
@@ -112,6 +116,10 @@ describe('docker-compose.yml: the observability profile', () => {
       // Its queries name the datasource through a variable of type datasource, which the default fills.
       expect(dashboard.templating?.list.some((variable) => variable.type === 'datasource')).toBe(true);
     }
+  });
+
+  it("Grafana's admin login is the operator's, required from the environment, never Grafana's default", () => {
+    expect(services.grafana.environment?.GF_SECURITY_ADMIN_PASSWORD).toMatch(/^\$\{GRAFANA_ADMIN_PASSWORD:\?.+\}$/);
   });
 
   it('mounts only files that exist', () => {

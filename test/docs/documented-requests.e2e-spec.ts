@@ -8,7 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { findViolations } from '../support/invariants.js';
@@ -78,12 +80,16 @@ describe('docs/api: every documented request, against the service', () => {
     expect(markdown).toContain(`\`\`\`bash\n${script}\`\`\``);
     await Promise.all(runs.values());
     // The CLI reads the service's configuration: this test app's databases on the run's replica set.
+    // No MONGODB_URI: the script finds the store as a newcomer's would, in the shared store's file (`npm run store`).
+    const storeFile = join(mkdtempSync(join(tmpdir(), 'docs-store-')), 'embedded-store.json');
+    writeFileSync(storeFile, JSON.stringify({ uri: process.env.MONGODB_URI, pid: process.pid }));
     const result = await run('reconciliation.sh', {
       NODE_ENV: 'test',
       LOG_LEVEL: 'silent',
       MONGODB_DB_NAME: 'test_docs_requests',
       PAYMENT_SIMULATOR_DB_NAME: 'test_docs_requests_psp',
-      MONGODB_URI: process.env.MONGODB_URI ?? '',
+      MONGODB_URI: '',
+      EMBEDDED_STORE_FILE: storeFile,
     });
     expect(result.stderr).not.toContain('MISMATCH');
     expect(result.code).toBe(0);

@@ -128,7 +128,9 @@ describeMode(mode, 'the Redis fast path', () => {
     await t.redis!.config('SET', 'min-replicas-to-write', '1');
     try {
       const refused = await t.http().delete('/v1/customers/cus_down/data').set(auth()).expect(503);
-      expect(refused.body.code).toBe('cache_invalidation_failed');
+      // Refused before its transaction: its own code, and a detail that says nothing was erased (issue 49 item 7).
+      expect(refused.body.code).toBe('cache_unavailable');
+      expect(refused.body.detail).toMatch(/^Nothing was erased/);
       expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     } finally {
       await t.redis!.config('SET', 'min-replicas-to-write', '0');
@@ -150,7 +152,10 @@ describeMode(mode, 'the Redis fast path', () => {
     // The process "dies" after the commit: the deletion never reaches Redis.
     fastPath.forgetRecords = async () => false;
     try {
-      await t.http().delete('/v1/customers/cus_crash/data').set(auth()).expect(503);
+      // Committed, Redis not told: this is the case "recorded" describes.
+      const refused = await t.http().delete('/v1/customers/cus_crash/data').set(auth()).expect(503);
+      expect(refused.body.code).toBe('cache_invalidation_failed');
+      expect(refused.body.detail).toMatch(/^The erasure was recorded/);
     } finally {
       fastPath.forgetRecords = forget;
     }

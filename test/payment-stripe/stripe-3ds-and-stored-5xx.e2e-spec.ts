@@ -167,6 +167,51 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
       expect(fake.requests.filter((r) => r.key === key).map((r) => r.status)).toEqual([200, 200]);
     });
 
+    /** A charge the release before error_on_requires_action journaled and sent with this card; its answer was lost. */
+    const journaledBeforeTheDeploy = async (key: string, paymentMethod: string) => {
+      const before = {
+        amount: 2500,
+        currency: 'usd',
+        capture_method: 'automatic',
+        confirm: true,
+        payment_method: paymentMethod,
+        allowed_payment_method_types: ['card'],
+        metadata: { charge_key: key, reference: key.slice('charge:'.length) },
+      };
+      await journal.insertOne({
+        _id: key,
+        call: { kind: 'charge', params: before },
+        chargeKey: key,
+        firstSentAt: new Date(),
+        objectId: null,
+      });
+      await stripe.paymentIntents.create(before as Stripe.PaymentIntentCreateParams, { idempotencyKey: key });
+    };
+
+    it('a PaymentIntent waiting in requires_action is not paid: the replay of an earlier release charge on a 3-D Secure card answers processing, never charged', async () => {
+      const key = newKey();
+      await journaledBeforeTheDeploy(key, 'pm_card_threeDSecure2Required');
+      expect(intentsOf(key).map((pi) => pi.status)).toEqual(['requires_action']);
+      // The client retries after the deploy: Stripe replays the first answer, the intent waiting on the customer.
+      expect(await gateway.charge(request(key, THREE_DS))).toEqual({ outcome: 'processing' });
+      // So does the reaper's look, and the processing bound then cancels it: no money, no order saved unpaid.
+      expect(await gateway.chargeOrCancel(key)).toEqual({ outcome: 'processing' });
+      expect(moneyUnder(key)).toHaveLength(0);
+      expect(await gateway.processingOrCancel(key)).toEqual({ outcome: 'canceled' });
+    });
+
+    it('a PaymentIntent still processing is not paid: the replay of an earlier release charge answers processing, and succeeded only once Stripe settles it', async () => {
+      const key = newKey();
+      await journaledBeforeTheDeploy(key, 'pm_card_async');
+      expect(await gateway.charge(request(key, 'tok_async'))).toEqual({ outcome: 'processing' });
+      expect(await gateway.chargeOrCancel(key)).toEqual({ outcome: 'processing' });
+      expect(moneyUnder(key)).toHaveLength(0);
+      const [intent] = intentsOf(key);
+      fake.settle(intent.id as string, 'succeeded');
+      // The replay under the key keeps answering its first body; the processing sweep reads the intent as it is now.
+      expect(await gateway.processingOrCancel(key)).toMatchObject({ outcome: 'succeeded', charge: { id: intent.id, amountMinor: 2500 } });
+    });
+
     it('a PaymentIntent left in requires_action (sent without error_on_requires_action) is canceled by the processing bound', async () => {
       const key = newKey();
       await manualIntentOutsideUs(key, 'pm_card_threeDSecure2Required');

@@ -73,7 +73,7 @@ describe('Stripe adapter metrics', () => {
     expect(await timed('payment_intents.create')).toBe(3);
     // The text /metrics serves carries the series too.
     expect(await metrics.registry.metrics()).toMatch(
-      /^stripe_requests_total\{operation="payment_intents.create",outcome="transient"\} 1$/m,
+      /^stripe_requests_total\{operation="payment_intents.create",outcome="transient",kind="charge"\} 1$/m,
     );
   });
 
@@ -87,5 +87,45 @@ describe('Stripe adapter metrics', () => {
     await journal.deleteOne({ _id: first.chargeKey });
     await expect(gateway.charge({ ...first, amountMinor: 9900 })).rejects.toBeInstanceOf(StripeIdempotencyKeyMisuseError);
     expect((await counted('payment_intents.create')).idempotency_error).toBe(1);
+  });
+
+  /** stripe_requests_total{outcome="idempotency_error"} by kind: what the StripeIdempotencyKeyMisuse alert names. */
+  const misusedKinds = async () => {
+    const metric = await metrics.registry.getSingleMetric('stripe_requests_total')!.get();
+    return Object.fromEntries(metric.values.filter((v) => v.labels.outcome === 'idempotency_error').map((v) => [v.labels.kind, v.value]));
+  };
+
+  it('a key misuse on a void is counted and named as the void, with its own key - never as the charge (issue 48 item 4)', async () => {
+    const charge = request();
+    expect((await gateway.authorize(charge)).outcome).toBe('authorized');
+    const key = `void:${charge.chargeKey}`;
+    // The key was first sent as a capture (a derivation giving one key to two operations), then as the void.
+    expect((await gateway.capture({ captureKey: key, chargeKey: charge.chargeKey, amountMinor: 1000 })).outcome).toBe('succeeded');
+    await journal.deleteOne({ _id: key });
+    const misuse = await gateway.void({ voidKey: key, chargeKey: charge.chargeKey }).catch((error: unknown) => error);
+    expect(misuse).toBeInstanceOf(StripeIdempotencyKeyMisuseError);
+    expect(misuse).toMatchObject({ key, kind: 'void' });
+    expect(await misusedKinds()).toEqual({ void: 1 });
+  });
+
+  it("a key misuse on the processing bound's cancel names the cancel's key and kind, not the charge key (issue 48 item 4)", async () => {
+    const charge = request('tok_async');
+    expect((await gateway.charge(charge)).outcome).toBe('processing');
+    const cancelKey = `${charge.chargeKey}:expire:processing`;
+    // Something else was sent under the cancel's key first.
+    const stripe = createStripeClient({
+      secretKey: 'sk_test_fake0123456789',
+      maxNetworkRetries: 0,
+      timeoutMs: 5000,
+      apiBase: fake.apiBase,
+    });
+    await stripe.paymentIntents.create(
+      { amount: 100, currency: 'usd', allowed_payment_method_types: ['card'] },
+      { idempotencyKey: cancelKey },
+    );
+    const misuse = await gateway.processingOrCancel(charge.chargeKey).catch((error: unknown) => error);
+    expect(misuse).toBeInstanceOf(StripeIdempotencyKeyMisuseError);
+    expect(misuse).toMatchObject({ key: cancelKey, kind: 'cancel' });
+    expect(await misusedKinds()).toEqual({ cancel: 1 });
   });
 });

@@ -3,7 +3,8 @@
 // keeps failing is refused on sight; a repeated webhook header is refused
 // even when one copy is valid; the signature is checked over the bytes
 // received. Each asserted on the answer and on the inbox (nothing written).
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import { createHmac } from 'node:crypto';
 import { request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
@@ -180,5 +181,31 @@ describe('the webhook door', () => {
     expect(answer!.text).toMatch(/^retry-after: \d+/im);
     expect(answer!.answeredAfterMs).toBeLessThan(1_000);
     expect(await inboxRows()).toBe(0);
+  });
+
+  it('a genuine signed delivery from a source over its budget is still accepted: the budget is spent only on what fails (SEC5-06)', async () => {
+    // The test above left this source (127.0.0.1) over its budget: strangers behind the provider's address.
+    expect((await headersOnly(port, head('')))?.status).toBe(429);
+    const genuine = JSON.stringify({ type: 'payout.paid', timestamp: new Date().toISOString(), data: {} });
+    const signed = new WebhookSigner([secret]).sign('evt_genuine_after_junk', genuine, new Date());
+    const res = await post(signed, genuine);
+    expect(res.status).toBe(200);
+    expect(await inboxRows()).toBe(1);
+    // A forgery with well-formed headers is still refused on its signature, never recorded.
+    const forged = await post({ ...signed, 'webhook-id': 'evt_forged_after_junk' }, genuine);
+    expect(forged.status).toBe(401);
+    expect(await inboxRows()).toBe(1);
+  });
+
+  it('warns once when deliveries come through a proxy TRUST_PROXY does not name (every sender is then one source)', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      await post({ 'x-forwarded-for': '198.51.100.7' });
+      await post({ 'x-forwarded-for': '198.51.100.8' });
+      const warnings = warn.mock.calls.filter(([message]) => /TRUST_PROXY does not name/.test(String(message)));
+      expect(warnings).toHaveLength(1);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

@@ -31,8 +31,8 @@ export class IdempotencyKeyMissingError extends IdempotencyError {
 export class IdempotencyKeyInvalidError extends IdempotencyError {
   readonly code = 'idempotency_key_invalid';
   readonly status = 400;
-  constructor() {
-    super('Idempotency-Key must be 1-255 printable ASCII characters.');
+  constructor(detail = 'Idempotency-Key must be 1-255 printable ASCII characters.') {
+    super(detail);
   }
 }
 
@@ -236,6 +236,21 @@ export class CacheInvalidationFailedError extends IdempotencyError {
   readonly status = 503;
   constructor(detail = 'The erasure was recorded, but cached responses could not be invalidated yet; retry the erasure.') {
     super(typeof detail === 'string' ? detail : 'Cached responses could not be invalidated yet; retry.');
+    this.retryAfterSeconds = 2;
+  }
+}
+
+/**
+ * Refused BEFORE anything changed: an erasure (or a cancel) must mark the
+ * records it is about to change in Redis first, and Redis could not be told
+ * (down, its circuit open, or full past what the fast path can make room
+ * for). Nothing was recorded; the client retries (503 + Retry-After).
+ */
+export class CacheUnavailableError extends IdempotencyError {
+  readonly code = 'cache_unavailable';
+  readonly status = 503;
+  constructor(detail = 'Nothing was changed: cached responses could not be marked in Redis; retry the request.') {
+    super(detail);
     this.retryAfterSeconds = 2;
   }
 }

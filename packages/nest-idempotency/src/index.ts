@@ -106,6 +106,7 @@ export {
   AttemptAbandonedError,
   AttemptFailedError,
   CacheInvalidationFailedError,
+  CacheUnavailableError,
   DuplicateClaimError,
   IdempotencyError,
   IdempotencyKeyCanceledError,

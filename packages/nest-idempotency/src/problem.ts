@@ -63,6 +63,8 @@ export const IDEMPOTENCY_PROBLEM_GUIDANCE: Readonly<Record<string, ProblemGuidan
   retry_later: RETRY_SAME_KEY(1),
   // The erasure (no Idempotency-Key; repeating it is safe): it may have committed already, Redis not yet told.
   cache_invalidation_failed: { retryable: true, reuseKey: false, newKeySafe: false, retryAfterSeconds: 2 },
+  // The erasure or cancel refused before anything changed (Redis could not be told first): repeating it is safe.
+  cache_unavailable: { retryable: true, reuseKey: false, newKeySafe: false, retryAfterSeconds: 2 },
   // The admin API (no Idempotency-Key): look-ups and a release refused before anything changed.
   idempotency_key_not_found: REFUSED,
   idempotency_operation_required: REFUSED,

@@ -82,6 +82,12 @@ export class StripeFake {
   clockOffsetMs = 0;
   /** Holds each POST this long while executing (to let a concurrent copy meet the 409). */
   executeDelayMs = 0;
+  /**
+   * How long a card authorization lasts: the charge's
+   * payment_method_details.card.capture_before (Stripe: 7 days online, less
+   * for some networks and merchant-initiated payments).
+   */
+  authorizationLifetimeSeconds = 7 * 24 * 60 * 60;
   /** The endpoint's signing secret (whsec_...): what `signed` signs with unless told otherwise. */
   webhookSecret = '';
 
@@ -123,6 +129,7 @@ export class StripeFake {
 
   reset(): void {
     this.keys.clear();
+    this.authorizationLifetimeSeconds = 7 * 24 * 60 * 60;
     this.intents.clear();
     this.refunds.clear();
     this.indexedAt.clear();
@@ -325,7 +332,7 @@ export class StripeFake {
     let match: RegExpMatchArray | null;
     if (method === 'POST' && path === '/v1/payment_intents') return this.createIntent(params);
     if (method === 'GET' && path === '/v1/payment_intents/search') return this.search(params);
-    if ((match = path.match(/^\/v1\/payment_intents\/([^/]+)$/)) && method === 'GET') return this.retrieve(match[1]);
+    if ((match = path.match(/^\/v1\/payment_intents\/([^/]+)$/)) && method === 'GET') return this.retrieve(match[1], params);
     if ((match = path.match(/^\/v1\/payment_intents\/([^/]+)\/capture$/))) return this.capture(match[1], params);
     if ((match = path.match(/^\/v1\/payment_intents\/([^/]+)\/cancel$/))) return this.cancel(match[1], params);
     if (method === 'POST' && path === '/v1/refunds') return this.createRefund(params);
@@ -448,10 +455,18 @@ export class StripeFake {
     this.emit('payment_intent.succeeded', intent);
   }
 
-  private retrieve(id: string): [number, unknown] {
+  private retrieve(id: string, params: Json = {}): [number, unknown] {
     const intent = this.intents.get(id);
     if (!intent) return [404, errorBody('invalid_request_error', `No such payment_intent: '${id}'`, 'resource_missing', 'intent')];
-    return [200, { ...intent }];
+    const expand = ([] as unknown[]).concat(params.expand ?? []).includes('latest_charge');
+    if (!expand || typeof intent.latest_charge !== 'string') return [200, { ...intent }];
+    // The charge as expanded: only what the adapter reads (the authorization's deadline, for a card held for capture).
+    const captureBefore = (intent.created as number) + this.authorizationLifetimeSeconds;
+    const card = intent.capture_method === 'manual' ? { capture_before: captureBefore } : {};
+    return [
+      200,
+      { ...intent, latest_charge: { id: intent.latest_charge, object: 'charge', payment_method_details: { type: 'card', card } } },
+    ];
   }
 
   private capture(id: string, params: Json): [number, unknown] {

@@ -10,7 +10,7 @@ import { answeredAt } from '../protocol/record.js';
 import type { IdempotentRequest, IdempotentResult } from '../protocol/work.js';
 import { InFlightWaiters } from '../protocol/in-flight-waiters.js';
 import { StoredResponses } from '../protocol/stored-responses.js';
-import { CacheInvalidationFailedError } from '../errors.js';
+import { CacheUnavailableError } from '../errors.js';
 import {
   decodeEntry,
   decodeMarker,
@@ -50,6 +50,11 @@ export class RedisKeys {
     return `${this.namespace}:erased:${this.nameOf(recordId)}`;
   }
 
+  /** A SCAN pattern for every cached answer of this namespace (never a marker or an erasure's mark). */
+  entryPattern(): string {
+    return `${this.namespace.replace(/[*?[\]\\]/g, '\\$&')}:resp:*`;
+  }
+
   private nameOf(recordId: string): string {
     return createHmac('sha256', this.digestKey).update(recordId).digest('base64url');
   }
@@ -75,6 +80,14 @@ interface Snapshot {
  * be put back while it could still be answered.
  */
 const ERASURE_GUARD_MS = 60 * 60 * 1000;
+
+/**
+ * Making room on a full Redis for an erasure's marks: cached answers dropped
+ * per round (each a copy of MongoDB's; ~3 kB, so a round frees ~0.75 MB),
+ * and rounds before giving up (503, retry).
+ */
+const ROOM_ENTRIES = 256;
+const ROOM_ROUNDS = 3;
 
 /**
  * The optional Redis fast path (the `fastPath` option). It never decides that a request
@@ -200,9 +213,7 @@ export class IdempotencyFastPath {
    */
   async guardRecords(records: ErasedRecord[]): Promise<void> {
     if (!this.cache.enabled || records.length === 0) return;
-    if (!(await this.cache.guardAndDelete('guard', this.guardsOf(records), [], this.guardTtlMs(records))))
-      throw new CacheInvalidationFailedError();
-    this.cache.count('guard', 'ok');
+    if (!(await this.mark('guard', records, []))) throw new CacheUnavailableError();
   }
 
   /**
@@ -214,10 +225,34 @@ export class IdempotencyFastPath {
    */
   async forgetRecords(records: ErasedRecord[]): Promise<boolean> {
     if (!this.cache.enabled || records.length === 0) return true;
-    const keys = records.map((record) => this.entryKey(record.recordId));
-    if (!(await this.cache.guardAndDelete('invalidate', this.guardsOf(records), keys, this.guardTtlMs(records)))) return false;
-    this.cache.count('invalidate', 'ok');
-    return true;
+    return this.mark('invalidate', records, this.entriesOf(records));
+  }
+
+  /**
+   * Marks the records (and deletes `drop`) in one transaction. On a full
+   * Redis (maxmemory under `noeviction`: writes refused, deletes allowed) it
+   * makes room by deleting cached answers - the records' own first, then
+   * any of this namespace - and tries again. Cached answers are copies of
+   * MongoDB's (a dropped one costs its next replay a MongoDB read); markers
+   * and marks are never dropped, and nothing of the erasure commits before
+   * its marks are written, so no erased answer can be replayed from Redis.
+   */
+  private async mark(call: 'guard' | 'invalidate', records: ErasedRecord[], drop: string[]): Promise<boolean> {
+    for (let round = 0; ; round++) {
+      const written = await this.cache.guardAndDelete(call, this.guardsOf(records), drop, this.guardTtlMs(records));
+      if (written === 'ok') {
+        this.cache.count(call, 'ok');
+        return true;
+      }
+      if (written === 'failed' || round === ROOM_ROUNDS) return false;
+      const dropped = await this.cache.dropKeys(call, this.entriesOf(records), this.keys.entryPattern(), ROOM_ENTRIES);
+      if (dropped === null) return false;
+      this.cache.count(call, 'made_room');
+    }
+  }
+
+  private entriesOf(records: ErasedRecord[]): string[] {
+    return records.map((record) => this.entryKey(record.recordId));
   }
 
   private guardsOf(records: ErasedRecord[]): string[] {

@@ -3,16 +3,23 @@ import { Redis } from 'ioredis';
 import CircuitBreaker from 'opossum';
 import type { IdempotencySettings } from '../options.js';
 import type { IdempotencyMetrics } from '../ports.js';
-import { CacheConnection } from './cache-connection.js';
+import { CacheConnection, type CacheWrite } from './cache-connection.js';
 
-/** How a Redis call failed; `idempotency_cache_requests_total{call,result}` counts them (callers count their successes). */
-export type CacheCallFailure = 'error' | 'timeout' | 'skipped_open_circuit';
+/**
+ * How a Redis call failed; `idempotency_cache_requests_total{call,result}` counts them (callers count their successes).
+ * `full`: Redis refused a write at its maxmemory (OOM, under `noeviction`) - it is up and answering, so this never
+ * trips the breaker, and deletes still work (an erasure makes room with them, IdempotencyFastPath).
+ */
+export type CacheCallFailure = 'error' | 'timeout' | 'skipped_open_circuit' | 'full';
 
 /** Deletes the in-flight marker only while it is still ours (a taken-over attempt's marker is not). */
 const DELETE_IF_OWNED = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 /** SET PX unless a guard key exists (an erasure's mark): a write racing the erasure cannot bring its answer back. */
 const SET_UNLESS_GUARDED =
   "if redis.call('exists', KEYS[2]) == 1 then return 0 end redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1";
+
+/** Keys a SCAN step looks at while making room (a full Redis of ~86k keys at 256 MB: a few steps). */
+const SCAN_BATCH = 500;
 
 /**
  * The Redis connection of the fast path, behind a circuit breaker (opossum).
@@ -50,6 +57,8 @@ export class RedisCache extends CacheConnection implements OnModuleDestroy {
       volumeThreshold: fastPath.breaker.volumeThreshold,
       resetTimeout: fastPath.breaker.resetMs,
       rollingCountTimeout: 10_000,
+      // A full Redis answers at once and still serves reads and deletes: not an outage to route around.
+      errorFilter: (error: unknown) => classify(error) === 'full',
     });
     this.metrics.cacheCircuit('closed');
     this.breaker.on('open', () => this.onCircuit('open'));
@@ -80,18 +89,44 @@ export class RedisCache extends CacheConnection implements OnModuleDestroy {
     return (await this.run(call, (client) => client.eval(SET_UNLESS_GUARDED, 2, key, guard, value, String(Math.ceil(ttlMs))))) === 1;
   }
 
-  /** Sets each guard (expiring after ttlMs) and deletes each key, in one transaction; false when Redis could not be told. */
-  async guardAndDelete(call: string, guards: string[], keys: string[], ttlMs: number): Promise<boolean> {
-    if (guards.length === 0 && keys.length === 0) return true;
-    const done = await this.run(call, async (client) => {
-      const multi = client.multi();
-      for (const guard of guards) multi.set(guard, '1', 'PX', Math.ceil(ttlMs));
-      if (keys.length > 0) multi.del(...keys);
-      const replies = await multi.exec();
-      if (!replies || replies.some(([error]) => error)) throw replies?.find(([error]) => error)?.[0] ?? new Error('transaction discarded');
-      return true;
+  /** Sets each guard (expiring after ttlMs) and deletes each key, in one transaction; `full`/`failed` when Redis could not be told. */
+  async guardAndDelete(call: string, guards: string[], keys: string[], ttlMs: number): Promise<CacheWrite> {
+    if (guards.length === 0 && keys.length === 0) return 'ok';
+    let full = false;
+    const done = await this.run(
+      call,
+      async (client) => {
+        const multi = client.multi();
+        for (const guard of guards) multi.set(guard, '1', 'PX', Math.ceil(ttlMs));
+        if (keys.length > 0) multi.del(...keys);
+        const replies = await multi.exec();
+        if (!replies || replies.some(([error]) => error))
+          throw replies?.find(([error]) => error)?.[0] ?? new Error('transaction discarded');
+        return true;
+      },
+      (failure) => (full = failure === 'full'),
+    );
+    if (done === true) return 'ok';
+    return full ? 'full' : 'failed';
+  }
+
+  /**
+   * Deletes `keys`, then up to `max` more keys matching `pattern` (SCAN, a
+   * batch at a time): how many went, null when Redis could not be asked.
+   * DEL is allowed on a full Redis (it is not a `denyoom` command).
+   */
+  async dropKeys(call: string, keys: string[], pattern: string, max: number): Promise<number | null> {
+    return this.run(call, async (client) => {
+      let dropped = keys.length > 0 ? await client.del(...keys) : 0;
+      let cursor = '0';
+      do {
+        const [next, found] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_BATCH);
+        cursor = next;
+        const batch = found.slice(0, max - dropped);
+        if (batch.length > 0) dropped += await client.del(...batch);
+      } while (cursor !== '0' && dropped < max);
+      return dropped;
     });
-    return done === true;
   }
 
   /** SET NX PX: true only if the key was absent and is now ours. */
@@ -115,13 +150,19 @@ export class RedisCache extends CacheConnection implements OnModuleDestroy {
     this.client.disconnect();
   }
 
-  private async run<T>(call: string, command: (client: Redis) => Promise<T>): Promise<T | null> {
+  private async run<T>(
+    call: string,
+    command: (client: Redis) => Promise<T>,
+    failed?: (failure: CacheCallFailure) => void,
+  ): Promise<T | null> {
     const client = this.client;
     try {
       return (await this.breaker.fire(() => command(client))) as T;
     } catch (error) {
-      this.metrics.cacheCall(call, classify(error));
-      if (classify(error) !== 'skipped_open_circuit') this.logRateLimited(`Redis ${call} failed: ${(error as Error).message}`);
+      const failure = classify(error);
+      this.metrics.cacheCall(call, failure);
+      failed?.(failure);
+      if (failure !== 'skipped_open_circuit') this.logRateLimited(`Redis ${call} failed: ${(error as Error).message}`);
       return null;
     }
   }
@@ -143,8 +184,16 @@ export class RedisCache extends CacheConnection implements OnModuleDestroy {
 }
 
 function classify(error: unknown): CacheCallFailure {
+  if (isOutOfMemory(error)) return 'full';
   const code = (error as { code?: unknown })?.code;
   if (code === 'EOPENBREAKER') return 'skipped_open_circuit';
   if (code === 'ETIMEDOUT' || /timed? ?out/i.test((error as Error)?.message ?? '')) return 'timeout';
   return 'error';
+}
+
+/** Redis's refusal of a write at maxmemory: `OOM command not allowed...`, alone or as the cause of a discarded MULTI. */
+function isOutOfMemory(error: unknown): boolean {
+  const oom = (candidate: unknown) => /\bOOM\b/.test((candidate as Error)?.message ?? '');
+  const previous = (error as { previousErrors?: unknown[] })?.previousErrors;
+  return oom(error) || (Array.isArray(previous) && previous.some(oom));
 }

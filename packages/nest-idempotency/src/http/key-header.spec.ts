@@ -30,6 +30,8 @@ describe('parseIdempotencyKey', () => {
 
   it('refuses a repeated header rather than picking one', () => {
     expect(() => parseIdempotencyKey(['a', 'b'])).toThrow(IdempotencyKeyInvalidError);
+    // Its detail names the cause (each copy may be a valid key), as the draft says: send one header.
+    expect(() => parseIdempotencyKey(['a', 'b'])).toThrow('Idempotency-Key was sent more than once; send exactly one.');
   });
 });
 

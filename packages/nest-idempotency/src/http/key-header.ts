@@ -14,7 +14,7 @@ const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
  */
 export function parseIdempotencyKey(header: string | string[] | undefined): string {
   if (header === undefined || header === '') throw new IdempotencyKeyMissingError();
-  if (Array.isArray(header)) throw new IdempotencyKeyInvalidError();
+  if (Array.isArray(header)) throw new IdempotencyKeyInvalidError('Idempotency-Key was sent more than once; send exactly one.');
   const key = header.startsWith('"') ? sfString(header) : header;
   if (!KEY_PATTERN.test(key)) throw new IdempotencyKeyInvalidError();
   return key;

@@ -100,7 +100,7 @@ export class PrometheusIdempotencyMetrics extends IdempotencyMetrics {
 
   private readonly cacheRequests = new Counter({
     name: 'idempotency_cache_requests_total',
-    help: 'Calls to the optional Redis fast path by call (early, lookup, wait, store, mark, clear, invalidate) and result (hit, miss, in_flight, ok, error, timeout, skipped_open_circuit)',
+    help: 'Calls to the optional Redis fast path by call (early, lookup, wait, store, mark, clear, guard, invalidate) and result (hit, miss, in_flight, ok, error, timeout, skipped_open_circuit, full: Redis at maxmemory, made_room: an erasure dropped cached answers to mark its records)',
     labelNames: ['call', 'result'] as const,
     registers: [this.registry],
   });

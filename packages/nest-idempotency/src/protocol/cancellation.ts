@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import { IdempotencyClock, IdempotencyMetrics } from '../ports.js';
-import { CacheInvalidationFailedError, IdempotencyLeaseActiveError, LeaseLostError } from '../errors.js';
+import { CacheUnavailableError, IdempotencyLeaseActiveError, LeaseLostError } from '../errors.js';
 import { IdempotencyFastPath } from '../fast-path/fast-path.js';
 import { IdempotencyRecordRepository, leaseOf, RecordRaceLostError } from '../store/record.repository.js';
 import { TransactionRunner } from '../store/transaction-runner.js';
@@ -68,6 +68,14 @@ export interface Canceler {
    * calls it again with the same situation.
    */
   settle(situation: CancelSituation): Promise<CancelSettlement>;
+  /**
+   * Optional: a finished cancel's stored answer as it stands now, for each
+   * repeat. The undo's money may move after the cancel finished (orders: a
+   * card refund the provider fails days later); the consumer then says so
+   * in the outcome. Reads only: the record, and the key's canceled state,
+   * never change.
+   */
+  current?(view: CancellationView, tenant: string): Promise<CancellationView>;
 }
 
 /** The answer to a cancel, the same on every repeat. */
@@ -162,7 +170,7 @@ export class IdempotencyCancellation {
     canceler: Canceler,
   ): Promise<CancellationView | null> {
     if (!record) return this.cancelNeverRun(recordId, key, canceler);
-    if (record.status === 'canceled') return viewOf(record);
+    if (record.status === 'canceled') return canceler.current ? canceler.current(viewOf(record), record.tenant) : viewOf(record);
     if (!record.cancellation) {
       const lease = await this.request(record);
       // In flight: the lease this cancel just took by force; the attempt is stopped under it.
@@ -287,10 +295,8 @@ export class IdempotencyCancellation {
     try {
       await this.fastPath.guardRecords([{ recordId, expiresAt }]);
     } catch (error) {
-      if (!(error instanceof CacheInvalidationFailedError)) throw error;
-      throw new CacheInvalidationFailedError(
-        "The key's cached answers could not be invalidated; nothing was canceled yet. Retry the cancel.",
-      );
+      if (!(error instanceof CacheUnavailableError)) throw error;
+      throw new CacheUnavailableError("The key's cached answers could not be marked in Redis; nothing was canceled yet. Retry the cancel.");
     }
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
+import { CacheUnavailableError } from '../errors.js';
 import { IdempotencyClock } from '../ports.js';
 import { IdempotencyFastPath } from '../fast-path/fast-path.js';
 import { IdempotencyRecordRepository } from '../store/record.repository.js';
@@ -36,13 +37,18 @@ export class IdempotencyErasure {
   /**
    * Before the erasure transaction: the subject's records known now are
    * marked in Redis, so none of their answers is served from Redis from here
-   * on. Throws CacheInvalidationFailedError (503, nothing committed) when
+   * on. Throws CacheUnavailableError (503, nothing committed) when
    * Redis cannot be told: the erasure fails closed.
    */
   async guardCached(tenant: string, subject: string): Promise<void> {
     if (!this.fastPath.enabled) return;
     const records = await this.records.findForSubject(undefined, tenant, this.digests.forms(tenant, subject));
-    await this.fastPath.guardRecords(records.map((record) => ({ recordId: record._id, expiresAt: record.expiresAt })));
+    try {
+      await this.fastPath.guardRecords(records.map((record) => ({ recordId: record._id, expiresAt: record.expiresAt })));
+    } catch (error) {
+      if (!(error instanceof CacheUnavailableError)) throw error;
+      throw new CacheUnavailableError('Nothing was erased: cached responses could not be marked in Redis first; retry the erasure.');
+    }
   }
 
   /**

@@ -1,0 +1,65 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
+import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * An authorization's deadline is the one Stripe reports for the card charge
+ * (payment_method_details.card.capture_before: some networks lapse before 7
+ * days), not a flat 7 days from the PaymentIntent (issue 49 item 4).
+ */
+describe('Stripe: the authorization deadline is the card charge capture_before', () => {
+  const fake = new StripeFake();
+  let t: TestApp;
+
+  beforeAll(async () => {
+    await fake.start();
+    t = await startApp({
+      dbName: 'test_stripe_authorization_deadline',
+      env: {
+        PAYMENT_PROVIDER: 'stripe',
+        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
+        STRIPE_WEBHOOK_SECRET: 'whsec_fake0123456789abcdef',
+        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        STRIPE_MAX_NETWORK_RETRIES: '0',
+      },
+    });
+  });
+  beforeEach(async () => {
+    fake.reset();
+    await t.reset();
+  });
+  afterEach(() => expect(fake.violations.splice(0)).toEqual([]));
+  afterAll(async () => {
+    await t?.close();
+    await fake.stop();
+  });
+
+  const authorized = async (key: string) => {
+    const res = await t
+      .http()
+      .post('/v1/orders')
+      .set(auth())
+      .set('Idempotency-Key', key)
+      .send(orderBody({ capture: 'manual' }))
+      .expect(201);
+    const stored = await t.db.collection('orders').findOne({ _id: res.body.id as never });
+    return { body: res.body, stored: stored! };
+  };
+
+  it('a network that lapses in 2 days: the order shows and keeps a 2-day deadline', async () => {
+    fake.authorizationLifetimeSeconds = 2 * 24 * 60 * 60;
+    const { body, stored } = await authorized('deadline-2d');
+    const [intent] = [...fake.intents.values()];
+    const expected = ((intent.created as number) + 2 * 24 * 60 * 60) * 1000;
+    expect(new Date(body.authorizationExpiresAt).getTime()).toBe(expected);
+    expect((stored.authorizationExpiresAt as Date).getTime()).toBe(expected);
+  });
+
+  it('the usual 7 days when Stripe reports 7', async () => {
+    const { stored } = await authorized('deadline-7d');
+    const lifetime = (stored.authorizationExpiresAt as Date).getTime() - (stored.createdAt as Date).getTime();
+    expect(Math.abs(lifetime - 7 * DAY_MS)).toBeLessThan(60_000);
+  });
+});
