@@ -26,7 +26,6 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128], // unspecified
   ['::1', 128], // loopback
-  ['::ffff:0:0', 96], // IPv4-mapped
   ['64:ff9b::', 96], // NAT64
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
