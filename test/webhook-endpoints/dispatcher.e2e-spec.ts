@@ -57,6 +57,13 @@ describe('outgoing webhooks: the dispatcher on the stream', () => {
     return text.split('\n').filter((line) => line.startsWith(name));
   };
 
+  /** A counter's value summed over both instances. */
+  const summed = async (series: string) => {
+    let total = 0;
+    for (const app of [t, second]) for (const line of await metric(app, `${series} `)) total += Number(line.split(' ').pop());
+    return total;
+  };
+
   async function endpointFor(r: Receiver, events = ['order.completed']): Promise<string> {
     const res = await t.http().post('/v1/webhook-endpoints').set(auth()).set('Idempotency-Key', `we-${++seq}`).send({ url: r.url, events });
     expect(res.status).toBe(201);
@@ -145,7 +152,8 @@ describe('outgoing webhooks: the dispatcher on the stream', () => {
     expect(endpoint).toMatchObject({ disabledReason: 'failing', disabledAt: expect.any(Date) });
     const view = await t.http().get(`/v1/webhook-endpoints/${id}`).set(auth()).expect(200);
     expect(view.body).toMatchObject({ status: 'disabled', disabledReason: 'failing' });
-    expect(await metric(t, 'outgoing_webhook_endpoints_disabled_total')).toContain('outgoing_webhook_endpoints_disabled_total 1');
+    // Either instance's workers may have made the attempt that disabled it: the counters of both, summed.
+    expect(await summed('outgoing_webhook_endpoints_disabled_total')).toBe(1);
 
     await eventually('the delivery ended', async () => (await deliveries().findOne({ status: 'failed' })) ?? undefined);
     const attempts = r.received.length;
@@ -155,6 +163,6 @@ describe('outgoing webhooks: the dispatcher on the stream', () => {
     await t.app.get(DeliveryWorkflow).settled();
     expect(await deliveries().countDocuments()).toBe(1);
     expect(r.received).toHaveLength(attempts);
-    expect((await metric(t, 'outgoing_webhook_attempts_total')).join('\n')).toMatch(/result="http_error"} [2-4]/);
+    expect(await summed('outgoing_webhook_attempts_total{result="http_error"}')).toBe(attempts);
   });
 });
