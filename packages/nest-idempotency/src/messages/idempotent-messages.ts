@@ -125,14 +125,24 @@ export class IdempotentMessages implements OnModuleInit {
   ): Promise<MessageBatchOutcome<M>> {
     const ids = messages.map((message) => inboxId(consumer, message.id));
     const seen = new Set(
-      (await this.inbox().find({ _id: { $in: ids } }, { session, projection: { _id: 1 } }).toArray()).map((record) => record._id),
+      (
+        await this.inbox()
+          .find({ _id: { $in: ids } }, { session, projection: { _id: 1 } })
+          .toArray()
+      ).map((record) => record._id),
     );
     const handled = messages.filter((message) => !seen.has(inboxId(consumer, message.id)));
     const duplicates = messages.filter((message) => seen.has(inboxId(consumer, message.id)));
     if (handled.length > 0) {
       const handledAt = new Date();
       const expiresAt = new Date(handledAt.getTime() + this.retentionSeconds * 1000);
-      const records = handled.map((message) => ({ _id: inboxId(consumer, message.id), consumer, messageId: message.id, handledAt, expiresAt }));
+      const records = handled.map((message) => ({
+        _id: inboxId(consumer, message.id),
+        consumer,
+        messageId: message.id,
+        handledAt,
+        expiresAt,
+      }));
       await this.inbox().insertMany(records, { session, ordered: true });
       await effect(session, handled);
     }
