@@ -18,6 +18,7 @@ import { PrivacyModule } from './privacy/privacy.module.js';
 import { RefundsModule } from './refunds/refunds.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { WebhookEndpointsModule } from './webhook-endpoints/webhook-endpoints.module.js';
 
 @Module({
   imports: [
@@ -41,6 +42,7 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
     WebhooksModule,
     StripeWebhooksModule,
     ReconciliationModule,
+    WebhookEndpointsModule,
   ],
 })
 export class AppModule {}

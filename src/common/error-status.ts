@@ -73,6 +73,10 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   // Stored outcomes of the provider: a retry replays them; the failed refund exists, so a new key is another refund.
   refund_declined: { status: 402, retryable: false, reuseKey: false, newKeySafe: false },
   refund_refused: { status: 422, retryable: false, reuseKey: false, newKeySafe: false },
+  // Outgoing webhooks (src/webhook-endpoints): refused before the claim, nothing stored.
+  webhook_endpoint_not_found: { status: 404, ...REFUSED },
+  webhook_delivery_not_found: { status: 404, ...REFUSED },
+  webhook_url_refused: { status: 422, ...REFUSED },
   // Provider webhooks (no Idempotency-Key: the event id is the key). Refused before the inbox, nothing recorded;
   // the same delivery would be refused again, so a provider should not retry it as it is.
   webhook_signature_invalid: { status: 401, ...REFUSED },

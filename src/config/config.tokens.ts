@@ -20,6 +20,7 @@ export const redisConfig = registerAs('redis', () => loadConfiguration(process.e
 export const metricsConfig = registerAs('metrics', () => loadConfiguration(process.env).metrics);
 export const webhooksConfig = registerAs('webhooks', () => loadConfiguration(process.env).webhooks);
 export const webhookDeliveryConfig = registerAs('webhookDelivery', () => loadConfiguration(process.env).webhookDelivery);
+export const outgoingWebhooksConfig = registerAs('outgoingWebhooks', () => loadConfiguration(process.env).outgoingWebhooks);
 
 export const allConfig = [
   appConfig,
@@ -34,6 +35,7 @@ export const allConfig = [
   metricsConfig,
   webhooksConfig,
   webhookDeliveryConfig,
+  outgoingWebhooksConfig,
   stripeConfig,
 ];
 
@@ -49,3 +51,4 @@ export type RedisConfig = ConfigType<typeof redisConfig>;
 export type MetricsConfig = ConfigType<typeof metricsConfig>;
 export type WebhooksConfig = ConfigType<typeof webhooksConfig>;
 export type WebhookDeliveryConfig = ConfigType<typeof webhookDeliveryConfig>;
+export type OutgoingWebhooksConfig = ConfigType<typeof outgoingWebhooksConfig>;

@@ -6,6 +6,7 @@ import { KeysEnvironment, recordKeys } from './keys.config.js';
 import { MetricsEnvironment, metricsSettings, type MetricsSettings } from './metrics.config.js';
 import { MongoEnvironment, mongoSettings, type MongoSettings } from './mongo.config.js';
 import { OutboxEnvironment, outboxSettings, type OutboxSettings } from './outbox.config.js';
+import { OutgoingWebhooksEnvironment, outgoingWebhooksSettings, type OutgoingWebhooksSettings } from './outgoing-webhooks.config.js';
 import { PaymentsEnvironment, paymentsSettings, type PaymentsSettings } from './payments.config.js';
 import { ReaperEnvironment, reaperSettings, type ReaperSettings } from './reaper.config.js';
 import { RedisEnvironment, redisSettings, type RedisSettings } from './redis.config.js';
@@ -22,6 +23,7 @@ export { keyId, type CipherKey } from './keys.config.js';
 export { DEFAULT_METRICS_PORT, type MetricsSettings } from './metrics.config.js';
 export { useEmbeddedStore, type MongoSettings } from './mongo.config.js';
 export type { OutboxSettings } from './outbox.config.js';
+export type { OutgoingWebhooksSettings } from './outgoing-webhooks.config.js';
 export type { PaymentsSettings } from './payments.config.js';
 export type { ReaperSettings } from './reaper.config.js';
 export type { RedisSettings } from './redis.config.js';
@@ -49,6 +51,7 @@ export interface Configuration {
   metrics: MetricsSettings;
   webhooks: WebhookSettings;
   webhookDelivery: WebhookDeliverySettings;
+  outgoingWebhooks: OutgoingWebhooksSettings;
 }
 
 /** Every namespace's variables, each validated against its own class: the one list of settings. */
@@ -67,6 +70,7 @@ function readEnvironment(environment: Environment) {
     webhookDelivery: environment.read(WebhookDeliveryEnvironment),
     redis: environment.read(RedisEnvironment),
     metrics: environment.read(MetricsEnvironment),
+    outgoingWebhooks: environment.read(OutgoingWebhooksEnvironment),
   };
 }
 
@@ -94,9 +98,10 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   const idempotency = idempotencySettings(env.idempotency, keys, problems);
   const webhooks = webhookSettings(env.webhooks, deployment, problems);
   const webhookDelivery = webhookDeliverySettings(env.webhookDelivery, webhooks.secrets, problems);
+  const outgoingWebhooks = outgoingWebhooksSettings(env.outgoingWebhooks, deployment, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
   const [reaper, outbox, payments] = [reaperSettings(env.reaper), outboxSettings(env.outbox), paymentsSettings(env.payments)];
-  return { app, http, mongo, security, idempotency, reaper, outbox, payments, redis, metrics, webhooks, webhookDelivery };
+  return { app, http, mongo, security, idempotency, reaper, outbox, payments, redis, metrics, webhooks, webhookDelivery, outgoingWebhooks };
 }
 
 /** Every problem of an environment, none when it loads: what a deploy check (or a test) asks. */

@@ -162,6 +162,53 @@ export class MetricsService {
     },
   };
 
+  // Outgoing webhooks (src/webhook-endpoints): the merchants' endpoints, ops/alerts.rules.yml group outgoing-webhooks.
+  readonly outgoingWebhookDeliveries = new Counter({
+    name: 'outgoing_webhook_deliveries_total',
+    help: 'Deliveries of an event to a merchant endpoint that ended, by outcome (succeeded, failed after the last attempt)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly outgoingWebhookAttempts = new Counter({
+    name: 'outgoing_webhook_attempts_total',
+    help: 'HTTP attempts to merchant endpoints by result (success, http_error, timeout, connection_error, address_refused, endpoint_gone)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly outgoingWebhookDuration = new Histogram({
+    name: 'outgoing_webhook_attempt_duration_seconds',
+    help: 'Duration of one attempt to a merchant endpoint (connect to the end of the read, capped by the timeout)',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly outgoingWebhookEndpointsDisabled = new Counter({
+    name: 'outgoing_webhook_endpoints_disabled_total',
+    help: 'Endpoints disabled because every attempt to them failed for the configured time (5 days by default)',
+    registers: [this.registry],
+  });
+
+  readonly outgoingWebhookPending = new Gauge({
+    name: 'outgoing_webhook_deliveries_pending',
+    help: 'Deliveries not yet succeeded or failed (the dispatcher lag: events recorded but not yet at their endpoints)',
+    registers: [this.registry],
+  });
+
+  readonly outgoingWebhookOldestDue = new Gauge({
+    name: 'outgoing_webhook_oldest_due_age_seconds',
+    help: 'How long the most overdue pending delivery has been due (0: none overdue); grows when the workers cannot keep up',
+    registers: [this.registry],
+  });
+
+  readonly outgoingWebhookRedeliveries = new Counter({
+    name: 'outgoing_webhook_consumer_redeliveries_total',
+    help: 'Events the stream delivered to the webhook dispatcher again (redelivered by the transport), and of those, duplicates its inbox dropped',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

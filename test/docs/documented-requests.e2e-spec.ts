@@ -17,7 +17,7 @@ import { findViolations } from '../support/invariants.js';
 import { API_KEYS, startApp, type TestApp } from '../support/test-app.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PAGES = ['orders', 'capture-void', 'refunds', 'cancel-by-key', 'async-payments'] as const;
+const PAGES = ['orders', 'capture-void', 'refunds', 'cancel-by-key', 'async-payments', 'webhooks-out'] as const;
 
 interface Run {
   code: number;

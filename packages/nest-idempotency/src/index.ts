@@ -70,6 +70,16 @@ export {
   type CancellationView,
 } from './protocol/cancellation.js';
 
+// Messages: the consumer side (an event id instead of an Idempotency-Key), the inbox record and the effect in one transaction
+export {
+  IdempotentMessages,
+  inboxId,
+  type IdempotentMessagesOptions,
+  type InboundMessage,
+  type MessageBatchOutcome,
+  type MessageEffect,
+} from './messages/index.js';
+
 // Recovery and erasure
 export { IdempotencyReaper, type ReaperDecision, type ReaperRun, type ReconcileDecision, type Reconciler } from './recovery/reaper.js';
 export { IdempotencyAdminService, recordView } from './recovery/admin.service.js';

@@ -1,0 +1,8 @@
+export {
+  IdempotentMessages,
+  inboxId,
+  type IdempotentMessagesOptions,
+  type InboundMessage,
+  type MessageBatchOutcome,
+  type MessageEffect,
+} from './idempotent-messages.js';

@@ -1,0 +1,38 @@
+import { Schema } from 'mongoose';
+import { DELIVERY_STATUSES, type WebhookDelivery } from '../webhook-endpoint.js';
+
+export const WEBHOOK_DELIVERY_MODEL = 'WebhookDelivery';
+
+const AttemptSchema = new Schema(
+  {
+    at: { type: Date, required: true },
+    httpStatus: { type: Number, default: null },
+    durationMs: { type: Number, required: true },
+    error: { type: String, default: null },
+  },
+  { _id: false },
+);
+
+export const WebhookDeliverySchema = new Schema<WebhookDelivery>(
+  {
+    _id: { type: String, required: true },
+    tenant: { type: String, required: true },
+    endpointId: { type: String, required: true },
+    eventId: { type: String, required: true },
+    eventType: { type: String, required: true },
+    payload: { type: String, required: true },
+    status: { type: String, enum: DELIVERY_STATUSES, required: true },
+    attempts: { type: [AttemptSchema], default: [] },
+    scheduleIndex: { type: Number, required: true },
+    nextAttemptAt: { type: Date, default: null },
+    lease: { type: new Schema({ owner: String, until: Date }, { _id: false }), default: null },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+  },
+  { collection: 'webhook_deliveries', versionKey: false, strict: 'throw', minimize: false },
+);
+
+// The worker's scan: pending deliveries by due time.
+WebhookDeliverySchema.index({ status: 1, nextAttemptAt: 1 }, { name: 'due' });
+// GET /v1/webhook-endpoints/:id/deliveries, newest first.
+WebhookDeliverySchema.index({ tenant: 1, endpointId: 1, createdAt: -1 }, { name: 'endpoint_deliveries' });

@@ -1,0 +1,91 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
+import { IdempotentMessages } from '@idempotent-orders/nest-idempotency';
+import { Clock } from '../common/clock.js';
+import { outgoingWebhooksConfig, type OutgoingWebhooksConfig } from '../config/config.tokens.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { CloudEvent } from '../outbox/cloud-event.js';
+import { EventSubscriber, type DeliveredEvent, type Subscription } from '../outbox/event-subscriber.port.js';
+import { DeliveryWorkflow } from './delivery-workflow.js';
+import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
+import { deliveryId, deliveryPayload, subscribes, type WebhookDelivery } from './webhook-endpoint.js';
+import { WebhookEndpointRepository } from './webhook-endpoint.repository.js';
+
+/** The durable consumer's name: every instance subscribes under it and they share the stream. */
+export const DISPATCHER_CONSUMER = 'webhook-dispatcher';
+const MAX_BATCH = 100;
+
+/**
+ * The stream's consumer for outgoing webhooks. For each event, one delivery
+ * per enabled endpoint of its tenant subscribed to its type, written in one
+ * transaction with the consumer's inbox records (IdempotentMessages): a
+ * redelivered event creates nothing new, and a batch is one transaction.
+ * It only records; the DeliveryWorkflow sends, so the stream is acked
+ * without waiting for any merchant's server.
+ */
+@Injectable()
+export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+  private subscription: Subscription | null = null;
+
+  constructor(
+    private readonly subscriber: EventSubscriber,
+    private readonly messages: IdempotentMessages,
+    private readonly endpoints: WebhookEndpointRepository,
+    private readonly deliveries: WebhookDeliveryRepository,
+    private readonly workflow: DeliveryWorkflow,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+    @Inject(outgoingWebhooksConfig.KEY) private readonly config: OutgoingWebhooksConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.subscription = await this.subscriber.subscribe(DISPATCHER_CONSUMER, (batch) => this.record(batch), { maxBatch: MAX_BATCH });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.subscription?.stop();
+  }
+
+  /** One batch from the stream; resolves once its deliveries are committed (then the transport acks it). */
+  async record(batch: DeliveredEvent[]): Promise<void> {
+    const redelivered = batch.filter((delivered) => delivered.redeliveries > 0).length;
+    if (redelivered > 0) this.metrics.outgoingWebhookRedeliveries.inc({ kind: 'redelivered' }, redelivered);
+    const outcome = await this.messages.handleBatch(
+      DISPATCHER_CONSUMER,
+      batch.map((delivered) => delivered.event),
+      (session, events) => this.createDeliveries(session, events),
+    );
+    if (outcome.duplicates.length > 0) this.metrics.outgoingWebhookRedeliveries.inc({ kind: 'duplicate' }, outcome.duplicates.length);
+    if (outcome.handled.length > 0) this.workflow.kick();
+  }
+
+  private async createDeliveries(session: ClientSession, events: CloudEvent[]): Promise<void> {
+    const now = this.clock.now();
+    const firstAttemptAt = new Date(now.getTime() + this.config.retryScheduleMs[0]);
+    const created: WebhookDelivery[] = [];
+    for (const tenant of new Set(events.map((event) => event.tenant))) {
+      const ofTenant = events.filter((event) => event.tenant === tenant);
+      const endpoints = await this.endpoints.subscribedTo(session, tenant, [...new Set(ofTenant.map((event) => event.type))]);
+      for (const event of ofTenant) {
+        for (const endpoint of endpoints.filter((candidate) => subscribes(candidate.events, event.type))) {
+          created.push({
+            _id: deliveryId(event.id, endpoint._id),
+            tenant,
+            endpointId: endpoint._id,
+            eventId: event.id,
+            eventType: event.type,
+            payload: deliveryPayload(event),
+            status: 'pending',
+            attempts: [],
+            scheduleIndex: 0,
+            nextAttemptAt: firstAttemptAt,
+            lease: null,
+            createdAt: now,
+            updatedAt: now,
+          });
+        }
+      }
+    }
+    await this.deliveries.insertMany(session, created);
+  }
+}

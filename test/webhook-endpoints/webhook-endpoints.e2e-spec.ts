@@ -1,0 +1,347 @@
+// Outgoing webhooks (issue 46) on the in-process bus: the endpoints API, the dispatcher's delivery records, signed
+// deliveries to loopback receivers, retries with the same webhook-id, the limits of one attempt, tenant isolation.
+// Every test checks the database (endpoints, deliveries, the inbox) and what the receivers got.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { OpenAPIV3 } from 'openapi-types';
+import type { Response } from 'supertest';
+import { Webhook } from 'standardwebhooks';
+import { inboxId } from '@idempotent-orders/nest-idempotency';
+import { toCloudEvent } from '../../src/outbox/cloud-event.js';
+import { LogEventPublisher, toPublishedEvent, EventPublisher } from '../../src/outbox/event-publisher.port.js';
+import type { OutboxEvent } from '../../src/outbox/outbox-event.js';
+import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
+import { DeliveryWorkflow } from '../../src/webhook-endpoints/delivery-workflow.js';
+import { DISPATCHER_CONSUMER } from '../../src/webhook-endpoints/webhook-dispatcher.js';
+import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
+import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+import { answer, eventually, Receiver } from './receiver.js';
+
+type Tenant = 'acme' | 'globex';
+const TIMEOUT_MS = 1500;
+
+describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process bus)', () => {
+  let t: TestApp;
+  let check: ResponseCheck;
+  let receivers: Receiver[] = [];
+  let seq = 0;
+
+  beforeAll(async () => {
+    t = await startApp({
+      dbName: 'test_webhook_endpoints',
+      env: {
+        OUTGOING_WEBHOOKS_ALLOW_PRIVATE: 'true',
+        OUTGOING_WEBHOOKS_RETRY_SCHEDULE_MS: '0,300,600',
+        OUTGOING_WEBHOOKS_TIMEOUT_MS: String(TIMEOUT_MS),
+        OUTGOING_WEBHOOKS_POLL_INTERVAL_MS: '100',
+      },
+    });
+    check = await responseCheck((await t.http().get('/docs/json').expect(200)).body as OpenAPIV3.Document);
+  });
+  beforeEach(async () => {
+    await t.reset();
+    for (const name of ['webhook_endpoints', 'webhook_deliveries', 'idempotency_inbox']) await t.db.collection(name).deleteMany({});
+  });
+  afterEach(async () => {
+    await t.app.get(DeliveryWorkflow).settled();
+    await Promise.all(receivers.map((r) => r.stop()));
+    receivers = [];
+  });
+  afterAll(async () => t.close());
+
+  const receiver = async () => {
+    const r = await new Receiver().start();
+    receivers.push(r);
+    return r;
+  };
+  const endpoints = () => t.db.collection('webhook_endpoints');
+  const deliveries = () =>
+    t.db.collection<{ _id: string; status: string; attempts: { httpStatus: number | null; error: string | null }[] }>('webhook_deliveries');
+
+  function expectDocumented(res: Response, method: string, path: string): void {
+    const contentType = String(res.headers['content-type']).split(';')[0];
+    expect(check.errors(method, path, res.status, contentType, res.body)).toEqual([]);
+  }
+
+  const register = (url: string, tenant: Tenant = 'acme', key = `we-${++seq}`, events: string[] = ['order.completed']) =>
+    t.http().post('/v1/webhook-endpoints').set(auth(tenant)).set('Idempotency-Key', key).send({ url, events });
+
+  async function endpointFor(r: Receiver, tenant: Tenant = 'acme', events?: string[]): Promise<{ id: string; secret: string }> {
+    const res = await register(r.url, tenant, undefined, events).expect(201);
+    return { id: res.body.id as string, secret: res.body.secret as string };
+  }
+
+  /** A paid order of `tenant`, its event relayed to the bus; the event. */
+  async function orderEvent(tenant: Tenant = 'acme'): Promise<OutboxEvent> {
+    const res = await t.http().post('/v1/orders').set(auth(tenant)).set('Idempotency-Key', `order-${++seq}`).send(orderBody());
+    expect(res.status).toBe(201);
+    await t.app.get(OutboxRelay).tick();
+    const event = await t.db
+      .collection<OutboxEvent>('outbox_events')
+      .findOne({ aggregateId: res.body.id as string, type: 'order.completed' });
+    expect(event).toMatchObject({ status: 'published' });
+    return event!;
+  }
+
+  it('a keyed create makes one endpoint; its replay answers the stored bytes; the secret is never stored in clear', async () => {
+    const r = await receiver();
+    const first = await register(r.url, 'acme', 'create-1').expect(201);
+    expectDocumented(first, 'POST', '/v1/webhook-endpoints');
+    expect(first.body).toMatchObject({ url: r.url, events: ['order.completed'], status: 'enabled', description: null });
+    expect(first.body.id).toMatch(/^we_[0-9a-f]{24}$/);
+    expect(first.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(String(first.body.secret).slice(6), 'base64')).toHaveLength(32);
+    expect(first.headers.location).toBe(`/v1/webhook-endpoints/${first.body.id}`);
+
+    const replay = await register(r.url, 'acme', 'create-1').expect(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(first.text);
+    await register('https://other.example/hook', 'acme', 'create-1').expect(422);
+    expect(await endpoints().countDocuments()).toBe(1);
+
+    // Neither the endpoint nor the key's stored answer holds the secret in clear.
+    const raw = JSON.stringify([await endpoints().find().toArray(), await t.db.collection('idempotency_records').find().toArray()]);
+    expect(raw).not.toContain(String(first.body.secret).slice(6, 30));
+
+    const one = await t.http().get(`/v1/webhook-endpoints/${first.body.id}`).set(auth()).expect(200);
+    expectDocumented(one, 'GET', '/v1/webhook-endpoints/{id}');
+    expect(one.body.secret).toBeUndefined();
+    const list = await t.http().get('/v1/webhook-endpoints').set(auth()).expect(200);
+    expectDocumented(list, 'GET', '/v1/webhook-endpoints');
+    expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([first.body.id]);
+  });
+
+  it('bad input is a 4xx that stores nothing', async () => {
+    const bad = await t
+      .http()
+      .post('/v1/webhook-endpoints')
+      .set(auth())
+      .set('Idempotency-Key', 'bad-1')
+      .send({ url: 'http://127.0.0.1/x', events: ['Not A Type'] });
+    expect([bad.status, bad.body.code]).toEqual([400, 'validation_failed']);
+    const raw = await t
+      .http()
+      .post('/v1/webhook-endpoints')
+      .set(auth())
+      .set('Idempotency-Key', 'bad-2')
+      .set('content-type', 'application/json')
+      .send('{"url": "http://x", "events": [');
+    expect([raw.status, raw.body.code]).toEqual([400, 'malformed_json']);
+    const scheme = await register('ftp://127.0.0.1/hook', 'acme', 'bad-3').expect(422);
+    expect(scheme.body).toMatchObject({ code: 'webhook_url_refused' });
+    expectDocumented(scheme, 'POST', '/v1/webhook-endpoints');
+    const credentials = await register('http://user:pw@127.0.0.1/hook', 'acme', 'bad-4').expect(422);
+    expect(credentials.body).toMatchObject({ code: 'webhook_url_refused' });
+    await t
+      .http()
+      .post('/v1/webhook-endpoints')
+      .set(auth())
+      .send({ url: 'http://127.0.0.1/x', events: ['order.completed'] })
+      .expect(400);
+    expect(await endpoints().countDocuments()).toBe(0);
+    expect(await t.db.collection('idempotency_records').countDocuments()).toBe(0);
+  });
+
+  it("each tenant's endpoint gets its own events exactly once, validly signed, with the CloudEvents body; a redelivered event adds nothing", async () => {
+    const [ra, rb] = [await receiver(), await receiver()];
+    const a = await endpointFor(ra, 'acme');
+    const b = await endpointFor(rb, 'globex');
+    const eventA = await orderEvent('acme');
+    const eventB = await orderEvent('globex');
+    await eventually('both deliveries', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 2);
+
+    for (const [r, endpoint, event] of [
+      [ra, a, eventA],
+      [rb, b, eventB],
+    ] as const) {
+      expect(r.received).toHaveLength(1);
+      const { headers, body } = r.received[0];
+      expect(headers['webhook-id']).toBe(event._id);
+      // The receiver's check: throws on a bad signature or a stale timestamp.
+      expect(new Webhook(endpoint.secret).verify(body, headers as Record<string, string>)).toMatchObject({ id: event._id });
+      // The stream's envelope, byte for byte what the bus carried (plus its sequence where events have one).
+      expect(body).toBe(JSON.stringify(toCloudEvent(toPublishedEvent(event))));
+      expect(JSON.parse(body)).toMatchObject({
+        specversion: '1.0',
+        id: event._id,
+        source: '/idempotent-orders',
+        type: 'order.completed',
+        subject: event.aggregateId,
+        time: event.createdAt.toISOString(),
+        datacontenttype: 'application/json',
+        tenant: event.tenant,
+        schemaversion: event.schemaVersion,
+        data: event.payload,
+      });
+    }
+    expect(await t.db.collection('idempotency_inbox').countDocuments({ _id: inboxId(DISPATCHER_CONSUMER, eventA._id) as never })).toBe(1);
+
+    // The transport delivers A's event again (at least once): the inbox drops it, no second record, nothing sent.
+    await (t.app.get(EventPublisher) as LogEventPublisher).publish(toPublishedEvent(eventA));
+    await t.app.get(DeliveryWorkflow).pass();
+    await t.app.get(DeliveryWorkflow).settled();
+    expect(await deliveries().countDocuments()).toBe(2);
+    expect(ra.received).toHaveLength(1);
+
+    const list = await t.http().get(`/v1/webhook-endpoints/${a.id}/deliveries`).set(auth()).expect(200);
+    expectDocumented(list, 'GET', '/v1/webhook-endpoints/{id}/deliveries');
+    expect(list.body.data).toEqual([
+      expect.objectContaining({ eventId: eventA._id, eventType: 'order.completed', status: 'succeeded', nextAttemptAt: null }),
+    ]);
+    expect(list.body.data[0].attempts).toEqual([expect.objectContaining({ httpStatus: 200, error: null })]);
+  });
+
+  it("tenant isolation both ways: another tenant's endpoint and its deliveries are 404 to every route", async () => {
+    const r = await receiver();
+    const a = await endpointFor(r, 'acme');
+    const event = await orderEvent('acme');
+    await eventually('the delivery', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 1);
+    const asGlobex = [
+      t.http().get(`/v1/webhook-endpoints/${a.id}`),
+      t.http().get(`/v1/webhook-endpoints/${a.id}/deliveries`),
+      t.http().patch(`/v1/webhook-endpoints/${a.id}`).send({ enabled: false }),
+      t.http().delete(`/v1/webhook-endpoints/${a.id}`),
+      t.http().post(`/v1/webhook-endpoints/${a.id}/rotate-secret`).set('Idempotency-Key', 'x-rot'),
+      t.http().post(`/v1/webhook-endpoints/${a.id}/deliveries/${event._id}/retry`).set('Idempotency-Key', 'x-retry'),
+    ];
+    for (const req of asGlobex) {
+      const res = await req.set(auth('globex'));
+      expect([res.status, res.body.code]).toEqual([404, 'webhook_endpoint_not_found']);
+    }
+    expect((await t.http().get('/v1/webhook-endpoints').set(auth('globex')).expect(200)).body.data).toEqual([]);
+    expect(await endpoints().findOne({ _id: a.id as never })).toMatchObject({ status: 'enabled' });
+    // Nor does globex's event reach acme's endpoint (acme's is the only endpoint).
+    await orderEvent('globex');
+    await t.app.get(DeliveryWorkflow).settled();
+    expect(r.received).toHaveLength(1);
+    expect(await deliveries().countDocuments()).toBe(1);
+  });
+
+  it('a 500 then a 200: two attempts with the same webhook-id, and the deliveries API says succeeded', async () => {
+    const r = await receiver();
+    r.behaviour = (n, res) => answer(n === 1 ? 500 : 200)(n, res);
+    const a = await endpointFor(r);
+    const event = await orderEvent();
+    await eventually('the retry', async () => (await deliveries().findOne({ status: 'succeeded' })) ?? undefined);
+    expect(r.received.map((x) => x.headers['webhook-id'])).toEqual([event._id, event._id]);
+    // On the scaled schedule: the second attempt waited its 300 ms.
+    expect(r.received[1].at - r.received[0].at).toBeGreaterThanOrEqual(250);
+    const list = await t.http().get(`/v1/webhook-endpoints/${a.id}/deliveries`).set(auth()).expect(200);
+    expect(list.body.data[0]).toMatchObject({ eventId: event._id, status: 'succeeded' });
+    expect(list.body.data[0].attempts.map((x: { httpStatus: number }) => x.httpStatus)).toEqual([500, 200]);
+  });
+
+  it('every attempt failing ends the delivery failed after the schedule; a keyed retry sends it again with the same webhook-id', async () => {
+    const r = await receiver();
+    r.behaviour = (n, res) => answer(n <= 3 ? 503 : 204)(n, res);
+    const a = await endpointFor(r);
+    const event = await orderEvent();
+    await eventually('the last attempt', async () => (await deliveries().findOne({ status: 'failed' })) ?? undefined);
+    expect((await deliveries().findOne({}))!.attempts.map((x) => x.httpStatus)).toEqual([503, 503, 503]);
+    expect(await endpoints().findOne({ _id: a.id as never })).toMatchObject({ status: 'enabled', failingSince: expect.any(Date) });
+
+    const retry = await t
+      .http()
+      .post(`/v1/webhook-endpoints/${a.id}/deliveries/${event._id}/retry`)
+      .set(auth())
+      .set('Idempotency-Key', 'retry-1')
+      .expect(202);
+    expect(retry.body).toEqual({ eventId: event._id, status: 'pending' });
+    await eventually('the manual retry', async () => (await deliveries().findOne({ status: 'succeeded' })) ?? undefined);
+    // Its replay is the stored answer: no third round.
+    const replay = await t
+      .http()
+      .post(`/v1/webhook-endpoints/${a.id}/deliveries/${event._id}/retry`)
+      .set(auth())
+      .set('Idempotency-Key', 'retry-1')
+      .expect(202);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    await t.app.get(DeliveryWorkflow).settled();
+    expect(r.received).toHaveLength(4);
+    expect(new Set(r.received.map((x) => x.headers['webhook-id']))).toEqual(new Set([event._id]));
+    expect(await endpoints().findOne({ _id: a.id as never })).toMatchObject({ failingSince: null });
+    await t
+      .http()
+      .post(`/v1/webhook-endpoints/${a.id}/deliveries/evt_nope/retry`)
+      .set(auth())
+      .set('Idempotency-Key', 'retry-2')
+      .expect(404);
+  });
+
+  it('a receiver that hangs is cut at the timeout and retried', async () => {
+    const r = await receiver();
+    r.behaviour = (n, res) => (n === 1 ? r.hang(n, res) : answer(200)(n, res));
+    await endpointFor(r);
+    await orderEvent();
+    const delivery = await eventually(
+      'the retry after the timeout',
+      async () => (await deliveries().findOne({ status: 'succeeded' })) ?? undefined,
+      30_000,
+    );
+    expect(delivery.attempts.map((x) => [x.httpStatus, x.error])).toEqual([
+      [null, 'timeout'],
+      [200, null],
+    ]);
+    const first = (await deliveries().findOne({}))!.attempts[0] as unknown as { durationMs: number };
+    expect(first.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(first.durationMs).toBeLessThan(TIMEOUT_MS + 5000);
+  });
+
+  it('a receiver sending without end is cut at 64 kB (its 200 counts); a redirect is not followed', async () => {
+    const flood = await receiver();
+    flood.behaviour = flood.flood;
+    await endpointFor(flood);
+    await orderEvent();
+    await eventually('the flooded delivery', async () => (await deliveries().findOne({ status: 'succeeded' })) ?? undefined);
+    // What the receiver managed to write before we closed: socket buffers on both sides, never the gigabyte.
+    expect(flood.streamedBytes).toBeLessThan(16 * 1024 * 1024);
+    await t.db.collection('webhook_endpoints').deleteMany({});
+    await t.db.collection('webhook_deliveries').deleteMany({});
+
+    const target = await receiver();
+    const redirecting = await receiver();
+    redirecting.behaviour = answer(307, { location: target.url });
+    await endpointFor(redirecting);
+    await orderEvent();
+    const delivery = await eventually('the failed delivery', async () => (await deliveries().findOne({ status: 'failed' })) ?? undefined);
+    expect(delivery.attempts.map((x) => x.httpStatus)).toEqual([307, 307, 307]);
+    expect(target.received).toHaveLength(0);
+  });
+
+  it('rotate-secret: for the overlap both secrets sign every delivery; PATCH and DELETE act on the endpoint', async () => {
+    const r = await receiver();
+    const a = await endpointFor(r);
+    const rotated = await t
+      .http()
+      .post(`/v1/webhook-endpoints/${a.id}/rotate-secret`)
+      .set(auth())
+      .set('Idempotency-Key', 'rot-1')
+      .expect(200);
+    expectDocumented(rotated, 'POST', '/v1/webhook-endpoints/{id}/rotate-secret');
+    expect(rotated.body.secret).not.toBe(a.secret);
+    const overlap = Date.parse(rotated.body.previousSecretExpiresAt as string) - Date.now();
+    expect(overlap).toBeGreaterThan(23.9 * 3600_000);
+    const event = await orderEvent();
+    await eventually('the delivery', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 1);
+    const { headers, body } = r.received[0];
+    expect(String(headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of [a.secret, rotated.body.secret as string]) {
+      expect(new Webhook(secret).verify(body, headers as Record<string, string>)).toMatchObject({ id: event._id });
+    }
+
+    const patched = await t
+      .http()
+      .patch(`/v1/webhook-endpoints/${a.id}`)
+      .set(auth())
+      .send({ enabled: false, events: ['*'] })
+      .expect(200);
+    expectDocumented(patched, 'PATCH', '/v1/webhook-endpoints/{id}');
+    expect(patched.body).toMatchObject({ status: 'disabled', disabledReason: 'manual', events: ['*'] });
+    await orderEvent();
+    await t.app.get(DeliveryWorkflow).settled();
+    expect(await deliveries().countDocuments()).toBe(1);
+    await t.http().patch(`/v1/webhook-endpoints/${a.id}`).set(auth()).send({ enabled: 'yes' }).expect(400);
+    await t.http().delete(`/v1/webhook-endpoints/${a.id}`).set(auth()).expect(200);
+    await t.http().get(`/v1/webhook-endpoints/${a.id}`).set(auth()).expect(404);
+    expect(await endpoints().countDocuments()).toBe(0);
+  });
+});
