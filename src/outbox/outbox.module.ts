@@ -6,9 +6,15 @@ import { OutboxEventRepository } from './outbox-event.repository.js';
 import { OutboxRelay } from './outbox.relay.js';
 import { OutboxService } from './outbox.service.js';
 import { OutboxEventSchema, OUTBOX_EVENT_MODEL } from './schemas/outbox-event.schema.js';
+import { OutboxSequenceSchema, OUTBOX_SEQUENCE_MODEL } from './schemas/outbox-sequence.schema.js';
 
 @Module({
-  imports: [MongooseModule.forFeature([{ name: OUTBOX_EVENT_MODEL, schema: OutboxEventSchema }])],
+  imports: [
+    MongooseModule.forFeature([
+      { name: OUTBOX_EVENT_MODEL, schema: OutboxEventSchema },
+      { name: OUTBOX_SEQUENCE_MODEL, schema: OutboxSequenceSchema },
+    ]),
+  ],
   providers: [
     OutboxEventRepository,
     OutboxService,
