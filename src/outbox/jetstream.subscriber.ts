@@ -60,15 +60,23 @@ export class JetStreamEventSubscriber extends EventSubscriber {
 
   private async run(consumer: string, messages: ConsumerMessages, maxBatch: number, handle: (batch: DeliveredEvent[]) => Promise<void>) {
     const iterator = messages[Symbol.asyncIterator]();
+    let waiting: Promise<IteratorResult<JsMsg>> | null = null;
     for (;;) {
-      const first = await iterator.next();
+      const first = await (waiting ?? iterator.next());
+      waiting = null;
       if (first.done) return;
       const batch: JsMsg[] = [first.value];
-      // What has already arrived joins the batch; nothing waits for a full one.
-      while (batch.length < maxBatch && messages.getPending() > 0) {
-        const next = await iterator.next();
-        if (next.done) break;
-        batch.push(next.value);
+      // What has already arrived joins the batch; nothing waits for a full one. (The iterator's getPending()
+      // over-counts after its internal status entries, so "arrived" is: resolves before the next macrotask.)
+      while (batch.length < maxBatch) {
+        const next = iterator.next();
+        const arrived = await Promise.race([next, new Promise<null>((resolve) => setImmediate(() => resolve(null)))]);
+        if (arrived === null) {
+          waiting = next;
+          break;
+        }
+        if (arrived.done) break;
+        batch.push(arrived.value);
       }
       await this.deliver(consumer, batch, handle);
     }
