@@ -137,14 +137,12 @@ export class OutboxEventRepository {
     await this.events.bulkWrite(operations, { ordered: false });
   }
 
-  /** The backlog and its oldest event, in one command (outbox_backlog, outbox_oldest_pending_age_seconds). */
+  /** The backlog and its oldest event (outbox_backlog, outbox_oldest_pending_age_seconds); the oldest through the pending_age index. */
   async pendingStats(): Promise<PendingStats> {
-    const [stats] = await this.events
-      .aggregate<{ count: number; oldest: Date | null }>([
-        { $match: { status: 'pending' } },
-        { $group: { _id: null, count: { $sum: 1 }, oldest: { $min: '$createdAt' } } },
-      ])
-      .exec();
-    return { count: stats?.count ?? 0, oldestCreatedAt: stats?.oldest ?? null };
+    const [count, oldest] = await Promise.all([
+      this.events.countDocuments({ status: 'pending' }).exec(),
+      this.events.findOne({ status: 'pending' }, { createdAt: 1 }).sort({ createdAt: 1 }).lean<Pick<OutboxEvent, 'createdAt'>>().exec(),
+    ]);
+    return { count, oldestCreatedAt: oldest?.createdAt ?? null };
   }
 }

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Clock } from '../common/clock.js';
+import { FaultInjector } from '../common/fault-injector.js';
 import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { outboxConfig, type OutboxConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -59,6 +60,8 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     @Inject(outboxConfig.KEY) private readonly config: OutboxConfig,
+    // Optional: a relay built by hand (a second instance in a test) has none.
+    @Optional() private readonly faults?: FaultInjector,
   ) {
     this.task = new PeriodicTask(() => this.publishDue());
   }
@@ -102,6 +105,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     // Held for twice the publish timeout: a relay that dies mid-batch gives the events back then.
     const batch = await this.events.claimBatch(now, new Date(now.getTime() + 2 * this.config.publishTimeoutMs), this.config.batchSize, claim);
     const outcomes = await Promise.all(batch.map((event) => this.publishOne(event)));
+    if (outcomes.some((outcome) => outcome.published)) this.faults?.crashIf('after-event-publish');
     await this.events.markBatch(outcomes, claim, this.clock.now());
     return { claimed: batch.length, ok: outcomes.filter((outcome) => outcome.published).length };
   }
