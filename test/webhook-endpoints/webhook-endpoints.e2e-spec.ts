@@ -6,6 +6,7 @@ import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import { inboxId } from '@idempotent-orders/nest-idempotency';
+import { toCloudEvent } from '../../src/outbox/cloud-event.js';
 import { LogEventPublisher, toPublishedEvent, EventPublisher } from '../../src/outbox/event-publisher.port.js';
 import type { OutboxEvent } from '../../src/outbox/outbox-event.js';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
@@ -157,7 +158,9 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
       expect(headers['webhook-id']).toBe(event._id);
       // The receiver's check: throws on a bad signature or a stale timestamp.
       expect(new Webhook(endpoint.secret).verify(body, headers as Record<string, string>)).toMatchObject({ id: event._id });
-      expect(JSON.parse(body)).toEqual({
+      // The stream's envelope, byte for byte what the bus carried (plus its sequence where events have one).
+      expect(body).toBe(JSON.stringify(toCloudEvent(toPublishedEvent(event))));
+      expect(JSON.parse(body)).toMatchObject({
         specversion: '1.0',
         id: event._id,
         source: '/idempotent-orders',
