@@ -4,8 +4,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import type { OutboxEvent } from '../../src/outbox/outbox-event.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
+import { EventSubscriber } from '../../src/outbox/event-subscriber.port.js';
 import { DeliveryWorkflow } from '../../src/webhook-endpoints/delivery-workflow.js';
+import { DISPATCHER_CONSUMER, WebhookDispatcher } from '../../src/webhook-endpoints/webhook-dispatcher.js';
 import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { answer, eventually, Receiver } from './receiver.js';
@@ -114,5 +117,38 @@ describeNats('outgoing webhooks on JetStream: the dispatcher as a durable pull c
     const list = await t.http().get(`/v1/webhook-endpoints/${a.id}/deliveries`).set(auth()).expect(200);
     expect(list.body.data[0]).toMatchObject({ eventId: event._id, status: 'succeeded' });
     expect(list.body.data[0].attempts.map((x: { httpStatus: number }) => x.httpStatus)).toEqual([500, 200]);
+  });
+  it('consumer killed before its ack: JetStream redelivers the event, and no second delivery record appears', async () => {
+    const r = await receiver();
+    await endpointFor(r, 'acme');
+    // Only a consumer that records the batch and dies before acking reads the durable consumer now.
+    for (const app of [t, second]) await app.app.get(WebhookDispatcher).onApplicationShutdown();
+    let deaths = 0;
+    const dying = await t.app.get(EventSubscriber).subscribe(DISPATCHER_CONSUMER, async (batch) => {
+      await t.app.get(WebhookDispatcher).record(batch);
+      deaths++;
+      throw new Error('killed before the ack');
+    });
+    const [event] = await orderEvents('acme', 1);
+    await eventually('the batch recorded, then not acked', () => deaths >= 1);
+    await dying.stop();
+    expect(await deliveries().countDocuments({ eventId: event._id })).toBe(1);
+
+    // The dispatchers come back: JetStream delivers the event again; the inbox drops it.
+    for (const app of [t, second]) await app.app.get(WebhookDispatcher).onApplicationBootstrap();
+    await eventually('the delivery', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 1, 30_000);
+    const duplicates = async () => {
+      let total = 0;
+      for (const app of [t, second]) {
+        const text = await app.app.get(MetricsService).registry.metrics();
+        const line = text.split('\n').find((l) => l.startsWith('outgoing_webhook_consumer_redeliveries_total{kind="duplicate"}'));
+        total += line ? Number(line.split(' ').pop()) : 0;
+      }
+      return total;
+    };
+    await eventually('the redelivery dropped as a duplicate', async () => (await duplicates()) >= 1, 30_000);
+    for (const app of [t, second]) await app.app.get(DeliveryWorkflow).settled();
+    expect(await deliveries().countDocuments({ eventId: event._id })).toBe(1);
+    expect(r.received.map((x) => x.headers['webhook-id'])).toEqual([event._id]);
   });
 });
