@@ -1,7 +1,8 @@
-import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { IdempotentMessages } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
+import { outgoingWebhooksConfig, type OutgoingWebhooksConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { CloudEvent } from '../outbox/cloud-event.js';
 import { EventSubscriber, type DeliveredEvent, type Subscription } from '../outbox/event-subscriber.port.js';
@@ -9,8 +10,6 @@ import { DeliveryWorkflow } from './delivery-workflow.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 import { deliveryId, deliveryPayload, subscribes, type WebhookDelivery } from './webhook-endpoint.js';
 import { WebhookEndpointRepository } from './webhook-endpoint.repository.js';
-import { outgoingWebhooksConfig, type OutgoingWebhooksConfig } from '../config/config.tokens.js';
-import { Inject } from '@nestjs/common';
 
 /** The durable consumer's name: every instance subscribes under it and they share the stream. */
 export const DISPATCHER_CONSUMER = 'webhook-dispatcher';

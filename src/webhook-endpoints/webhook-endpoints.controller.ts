@@ -1,13 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Res } from '@nestjs/common';
-import {
-  ApiAcceptedResponse,
-  ApiBearerAuth,
-  ApiCreatedResponse,
-  ApiNoContentResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, Param, Patch, Post, Res } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiIdempotent } from '@idempotent-orders/nest-idempotency/openapi';
 import { IdempotencyKey, type IdempotencyKeyContext, Idempotent, sendIdempotentResult } from '@idempotent-orders/nest-idempotency';
@@ -18,6 +10,8 @@ import { CreateWebhookEndpointDto } from './dto/create-webhook-endpoint.dto.js';
 import { UpdateWebhookEndpointDto } from './dto/update-webhook-endpoint.dto.js';
 import {
   CreatedWebhookEndpointResponse,
+  DeletedWebhookEndpointResponse,
+  RetriedDeliveryResponse,
   RotatedSecretResponse,
   WebhookDeliveryListResponse,
   WebhookEndpointListResponse,
@@ -34,7 +28,6 @@ import {
 @ApiTags('webhook-endpoints')
 @ApiBearerAuth()
 @ApiProblemResponse(401, '`unauthorized`: missing or unknown API key')
-@ApiProblemResponse(403, '`insufficient_scope`: the API key has no `admin` scope')
 @ApiProblemResponse(429, '`rate_limited`: too many requests for your tenant; see Retry-After', RETRY_AFTER_HEADER)
 @ApiProblemResponse(503, '`store_unavailable`: retry after Retry-After', RETRY_AFTER_HEADER)
 @RequireScope('admin')
@@ -91,12 +84,12 @@ export class WebhookEndpointsController {
   }
 
   @Delete(':id')
-  @HttpCode(204)
   @ApiOperation({ summary: 'Remove the endpoint: nothing more is sent to it' })
-  @ApiNoContentResponse({ description: 'Removed' })
+  @ApiOkResponse({ type: DeletedWebhookEndpointResponse, description: 'Removed' })
   @ApiProblemResponse(404, '`webhook_endpoint_not_found`')
-  async remove(@Tenant() tenant: string, @Param('id') id: string): Promise<void> {
+  async remove(@Tenant() tenant: string, @Param('id') id: string): Promise<DeletedWebhookEndpointResponse> {
     await this.service.remove(tenant, id);
+    return { id, deleted: true };
   }
 
   @Post(':id/rotate-secret')
@@ -128,7 +121,7 @@ export class WebhookEndpointsController {
   @Idempotent({ operation: RETRY_DELIVERY_OPERATION })
   @ApiIdempotent()
   @ApiOperation({ summary: 'Send the event to the endpoint again now, with the same `webhook-id`' })
-  @ApiAcceptedResponse({ description: 'The delivery is pending again' })
+  @ApiAcceptedResponse({ type: RetriedDeliveryResponse, description: 'The delivery is pending again' })
   @ApiProblemResponse(404, '`webhook_endpoint_not_found` or `webhook_delivery_not_found`')
   @ApiProblemResponse(409, '`idempotency_key_in_use`', RETRY_AFTER_HEADER)
   @ApiProblemResponse(422, '`idempotency_key_reused`')

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import type { OpenAPIV3 } from 'openapi-types';
 import type { Response } from 'supertest';
+import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
 import { responseCheck, type ResponseCheck } from '../support/openapi-check.js';
 import { DEV_WEBHOOK_SECRET } from '../../src/config/configuration.js';
 import { chargeKeyFor } from '../../src/payments/payment.js';
@@ -234,6 +235,39 @@ describe('OpenAPI document', () => {
   });
 
   // Runs last (Jest keeps declaration order): a documented success that no test above exercised is unchecked.
+  it('outgoing webhooks: an endpoint, its replay, the list, a change, a rotation, its deliveries, a retry and a delete match the document', async () => {
+    // Port 9 on loopback: nothing answers (NODE_ENV=test allows loopback); the delivery exists, which is what the retry needs.
+    const register = () =>
+      t
+        .http()
+        .post('/v1/webhook-endpoints')
+        .set(auth())
+        .set('Idempotency-Key', 'k-endpoint')
+        .send({ url: 'http://127.0.0.1:9/hook', events: ['*'] });
+    const created = await register().expect(201);
+    const path = `/v1/webhook-endpoints/${created.body.id as string}`;
+    expectDocumented(created, 'POST', '/v1/webhook-endpoints');
+    expectDocumented(await register().expect(201), 'POST', '/v1/webhook-endpoints');
+    expectDocumented(await t.http().get('/v1/webhook-endpoints').set(auth()).expect(200), 'GET', '/v1/webhook-endpoints');
+    expectDocumented(await t.http().get(path).set(auth()).expect(200), 'GET', '/v1/webhook-endpoints/{id}');
+    const rotated = await t.http().post(`${path}/rotate-secret`).set(auth()).set('Idempotency-Key', 'k-rotate').expect(200);
+    expectDocumented(rotated, 'POST', '/v1/webhook-endpoints/{id}/rotate-secret');
+    const order = (await create('k-webhook-order').expect(201)).body as { id: string };
+    await t.app.get(OutboxRelay).tick();
+    const deliveries = await t.http().get(`${path}/deliveries`).set(auth()).expect(200);
+    expectDocumented(deliveries, 'GET', '/v1/webhook-endpoints/{id}/deliveries');
+    const retried = await t
+      .http()
+      .post(`${path}/deliveries/evt_${order.id}_completed/retry`)
+      .set(auth())
+      .set('Idempotency-Key', 'k-retry')
+      .expect(202);
+    expectDocumented(retried, 'POST', '/v1/webhook-endpoints/{id}/deliveries/{eventId}/retry');
+    expectDocumented(await t.http().patch(path).set(auth()).send({ enabled: false }).expect(200), 'PATCH', '/v1/webhook-endpoints/{id}');
+    expectDocumented(await t.http().delete(path).set(auth()).expect(200), 'DELETE', '/v1/webhook-endpoints/{id}');
+    expectDocumented(await t.http().get(path).set(auth()).expect(404), 'GET', '/v1/webhook-endpoints/{id}');
+  });
+
   it('every documented success answer was checked against a real response above', () => {
     const documented = Object.entries(doc.paths).flatMap(([path, operations]) =>
       Object.entries(operations as Record<string, OpenAPIV3.OperationObject>).flatMap(([method, operation]) =>

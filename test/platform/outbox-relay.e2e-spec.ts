@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { Clock } from '../../src/common/clock.js';
 import { outboxConfig, type OutboxConfig } from '../../src/config/config.tokens.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
-import { EventPublisher, type PublishedEvent } from '../../src/outbox/event-publisher.port.js';
+import { EventPublisher, LogEventPublisher, type PublishedEvent } from '../../src/outbox/event-publisher.port.js';
 import { OutboxEventRepository } from '../../src/outbox/outbox-event.repository.js';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
@@ -11,13 +11,16 @@ import { scaled, slowdown } from '../support/machine-load.js';
 const PUBLISH_TIMEOUT_MS = 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A broker that records what it got; each publish can be slowed down or held by the test. */
-class RecordingPublisher extends EventPublisher {
+/**
+ * A broker that records what it got; each publish can be slowed down or held by the test. The in-process bus
+ * underneath: it is also the EventSubscriber (the webhook dispatcher subscribes at boot), which this one never feeds.
+ */
+class RecordingPublisher extends LogEventPublisher {
   readonly received: PublishedEvent[] = [];
   delayMs = 0;
   hold: ((event: PublishedEvent) => Promise<void>) | null = null;
 
-  async publish(event: PublishedEvent): Promise<void> {
+  override async publish(event: PublishedEvent): Promise<void> {
     const hold = this.hold;
     this.hold = null;
     if (hold) await hold(event);

@@ -32,6 +32,6 @@ req 200 status=disabled disabledReason=manual events.0=order.completed -- \
 # What was sent to it, per event: status and every attempt.
 req 200 -- GET "/v1/webhook-endpoints/$ENDPOINT/deliveries"
 
-req 204 -- DELETE "/v1/webhook-endpoints/$ENDPOINT"
+req 200 deleted=true -- DELETE "/v1/webhook-endpoints/$ENDPOINT"
 req 404 code=webhook_endpoint_not_found -- GET "/v1/webhook-endpoints/$ENDPOINT"
 echo "webhooks-out.sh: every answer as documented"

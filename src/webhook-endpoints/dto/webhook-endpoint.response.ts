@@ -14,7 +14,7 @@ export class WebhookEndpointResponse {
   @ApiProperty({ type: 'string', nullable: true, example: 'Fulfilment' })
   description: string | null;
 
-  @ApiProperty({ enum: ['enabled', 'disabled'] })
+  @ApiProperty({ enum: ['enabled', 'disabled'], example: 'enabled', description: 'Only enabled endpoints get deliveries' })
   status: string;
 
   @ApiProperty({
@@ -25,10 +25,16 @@ export class WebhookEndpointResponse {
   })
   disabledReason: string | null;
 
-  @ApiProperty({ type: 'string', format: 'date-time', nullable: true })
+  @ApiProperty({
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    example: null,
+    description: 'When it was disabled; null while enabled',
+  })
   disabledAt: string | null;
 
-  @ApiProperty({ type: 'string', format: 'date-time' })
+  @ApiProperty({ type: 'string', format: 'date-time', example: '2026-12-04T15:41:33.807Z' })
   createdAt: string;
 }
 
@@ -41,7 +47,7 @@ export class CreatedWebhookEndpointResponse extends WebhookEndpointResponse {
 }
 
 export class WebhookEndpointListResponse {
-  @ApiProperty({ type: [WebhookEndpointResponse] })
+  @ApiProperty({ type: [WebhookEndpointResponse], description: 'Your endpoints, newest first (at most 100)' })
   data: WebhookEndpointResponse[];
 }
 
@@ -60,7 +66,7 @@ export class RotatedSecretResponse {
 }
 
 export class DeliveryAttemptResponse {
-  @ApiProperty({ type: 'string', format: 'date-time' })
+  @ApiProperty({ type: 'string', format: 'date-time', example: '2026-12-04T15:41:34.012Z', description: 'When the attempt started' })
   at: string;
 
   @ApiProperty({ type: 'integer', nullable: true, example: 200, description: 'null when no answer came' })
@@ -73,6 +79,9 @@ export class DeliveryAttemptResponse {
     type: 'string',
     nullable: true,
     enum: ['timeout', 'connection_error', 'address_refused', 'endpoint_gone', null],
+    example: null,
+    description:
+      'Why no answer came (null when one did): cut at the timeout, no connection, an address never reached, the endpoint deleted or disabled',
   })
   error: string | null;
 }
@@ -84,20 +93,45 @@ export class WebhookDeliveryResponse {
   @ApiProperty({ example: 'order.completed' })
   eventType: string;
 
-  @ApiProperty({ enum: ['pending', 'succeeded', 'failed'] })
+  @ApiProperty({
+    enum: ['pending', 'succeeded', 'failed'],
+    example: 'succeeded',
+    description: '`failed` after the last attempt of the schedule (retry it by hand)',
+  })
   status: string;
 
-  @ApiProperty({ type: [DeliveryAttemptResponse] })
+  @ApiProperty({ type: [DeliveryAttemptResponse], description: 'Every attempt, oldest first' })
   attempts: DeliveryAttemptResponse[];
 
   @ApiPropertyOptional({ type: 'string', format: 'date-time', nullable: true, description: 'When the next attempt is due (pending only)' })
   nextAttemptAt: string | null;
 
-  @ApiProperty({ type: 'string', format: 'date-time' })
+  @ApiProperty({
+    type: 'string',
+    format: 'date-time',
+    example: '2026-12-04T15:41:33.900Z',
+    description: 'When the event was recorded for this endpoint',
+  })
   createdAt: string;
 }
 
 export class WebhookDeliveryListResponse {
-  @ApiProperty({ type: [WebhookDeliveryResponse] })
+  @ApiProperty({ type: [WebhookDeliveryResponse], description: "The endpoint's deliveries, newest first (at most 100)" })
   data: WebhookDeliveryResponse[];
+}
+
+export class DeletedWebhookEndpointResponse {
+  @ApiProperty({ example: 'we_65f1c2a9b7e4d3f2a1b0c9d8', pattern: '^we_[0-9a-f]{24}$' })
+  id: string;
+
+  @ApiProperty({ enum: [true], example: true })
+  deleted: boolean;
+}
+
+export class RetriedDeliveryResponse {
+  @ApiProperty({ example: 'evt_ord_65f1c2a9b7e4d3f2a1b0c9d8_completed', description: 'The event id, sent again as `webhook-id`' })
+  eventId: string;
+
+  @ApiProperty({ enum: ['pending'], example: 'pending' })
+  status: string;
 }
