@@ -29,6 +29,8 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
   private readonly task = new PeriodicTask(() => this.pass(), DeliveryWorkflow.name);
   private stopped = false;
   private idlePasses = 0;
+  private passing = false;
+  private kickedDuringPass = false;
 
   constructor(
     @Inject(outgoingWebhooksConfig.KEY) private readonly config: OutgoingWebhooksConfig,
@@ -50,14 +52,32 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** A pass now (new deliveries are attempted at once, not at the next tick). */
+  /** A pass now (new deliveries are attempted at once, not at the next tick); during a pass, another right after it. */
   kick(): void {
-    if (!this.stopped)
-      this.task.runOnce().catch((error: unknown) => this.logger.warn({ msg: 'delivery pass failed', error: String(error) }));
+    if (this.stopped) return;
+    if (this.passing) {
+      this.kickedDuringPass = true;
+      return;
+    }
+    this.task.runOnce().catch((error: unknown) => this.logger.warn({ msg: 'delivery pass failed', error: String(error) }));
   }
 
   /** One pass: how many attempts it started. */
   async pass(): Promise<number> {
+    this.passing = true;
+    try {
+      return await this.claimAndStart();
+    } finally {
+      this.passing = false;
+      // A kick while this pass ran may name deliveries its query was too early to see: another pass right after.
+      if (this.kickedDuringPass) {
+        this.kickedDuringPass = false;
+        setImmediate(() => this.kick());
+      }
+    }
+  }
+
+  private async claimAndStart(): Promise<number> {
     const free = this.config.maxConcurrency - this.inFlight.size;
     const now = this.clock.now();
     const due = free > 0 ? await this.deliveries.due(now, free * 4) : [];
