@@ -12,7 +12,8 @@ const describeNats = 'missing' in found ? describe.skip : describe;
 const binary = () => (found as { binary: string }).binary;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const metric = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
+const metric = (text: string, series: string) =>
+  Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
 
 describeNats('the broker SIGKILLed during creates (a real nats-server, restarted on its store)', () => {
   let nats: NatsServer;

@@ -55,7 +55,8 @@ describeNats('events: real processes and a real nats-server', () => {
     await nats?.stop();
   });
 
-  const eventIds = async (db: Databases) => (await db.db.collection('outbox_events').find({}).toArray()).map((event) => String(event._id)).sort();
+  const eventIds = async (db: Databases) =>
+    (await db.db.collection('outbox_events').find({}).toArray()).map((event) => String(event._id)).sort();
   const inStream = async (ids: string[]) => (await readStream(nats.url)).filter((message) => ids.includes(message.event.id));
 
   it('a service SIGKILLed between the broker ack and the mark: the event is published again, the stream drops the repeat', async () => {
@@ -70,7 +71,13 @@ describeNats('events: real processes and a real nats-server', () => {
     const doomed = await startService({
       dbName,
       label: 'doomed',
-      env: { NATS_URL: nats.url, OUTBOX_RELAY_INTERVAL_MS: '100', FAULT_INJECTION: 'true', FAULT_CRASH_AT: 'after-event-publish', OUTBOX_PUBLISH_TIMEOUT_MS: '1000' },
+      env: {
+        NATS_URL: nats.url,
+        OUTBOX_RELAY_INTERVAL_MS: '100',
+        FAULT_INJECTION: 'true',
+        FAULT_CRASH_AT: 'after-event-publish',
+        OUTBOX_PUBLISH_TIMEOUT_MS: '1000',
+      },
       waitReady: false,
     });
     expect((await doomed.waitForExit(45_000)).signal).toBe('SIGKILL');
@@ -80,8 +87,16 @@ describeNats('events: real processes and a real nats-server', () => {
     expect(await current.db.collection('outbox_events').findOne({})).toMatchObject({ status: 'pending', attempts: 1 });
 
     // The claim expires (2 x 1 s); the next relay publishes it again.
-    await startService({ dbName, label: 'survivor', env: { NATS_URL: nats.url, OUTBOX_RELAY_INTERVAL_MS: '100', OUTBOX_PUBLISH_TIMEOUT_MS: '1000' } });
-    await until(async () => (await current!.db.collection('outbox_events').countDocuments({ status: 'published' })) === 1, 30_000, 'the event published');
+    await startService({
+      dbName,
+      label: 'survivor',
+      env: { NATS_URL: nats.url, OUTBOX_RELAY_INTERVAL_MS: '100', OUTBOX_PUBLISH_TIMEOUT_MS: '1000' },
+    });
+    await until(
+      async () => (await current!.db.collection('outbox_events').countDocuments({ status: 'published' })) === 1,
+      30_000,
+      'the event published',
+    );
     expect(await current.db.collection('outbox_events').findOne({})).toMatchObject({ status: 'published', attempts: 2 });
     const messages = await inStream(ids);
     expect(messages).toHaveLength(1); // JetStream acked the repeat as a duplicate of Nats-Msg-Id
@@ -94,7 +109,11 @@ describeNats('events: real processes and a real nats-server', () => {
     const services = [await startService({ dbName, label: 'a', env }), await startService({ dbName, label: 'b', env })];
     current = databasesOf(mongo, services[0]);
     for (let i = 0; i < 20; i++) expect((await postOrder(services[i % 2].baseUrl, `k-two-${i}`)).status).toBe(201);
-    await until(async () => (await current!.db.collection('outbox_events').countDocuments({ status: 'published' })) === 20, 60_000, 'all published');
+    await until(
+      async () => (await current!.db.collection('outbox_events').countDocuments({ status: 'published' })) === 20,
+      60_000,
+      'all published',
+    );
     const ids = await eventIds(current);
     const messages = await inStream(ids);
     expect(messages.map((message) => message.msgId).sort()).toEqual(ids);
@@ -105,10 +124,17 @@ describeNats('events: real processes and a real nats-server', () => {
     const jsm = await jetstreamManager(connection);
     await jsm.streams.add({ name: 'CONTRADICTING', subjects: ['payments.>'], storage: StorageType.File, duplicate_window: 600e9 });
     await connection.close();
-    const service = await spawnService({ dbName: scenarioDbName('events_refused'), label: 'refused', env: { NATS_URL: nats.url, NATS_STREAM: 'CONTRADICTING' } });
+    const service = await spawnService({
+      dbName: scenarioDbName('events_refused'),
+      label: 'refused',
+      env: { NATS_URL: nats.url, NATS_STREAM: 'CONTRADICTING' },
+    });
     const exit = await service.waitForExit(45_000);
     expect(exit.code).toBe(1);
-    const refusal = service.stderr().split('\n').filter((line) => line.startsWith('Startup failed'));
+    const refusal = service
+      .stderr()
+      .split('\n')
+      .filter((line) => line.startsWith('Startup failed'));
     expect(refusal).toEqual([
       expect.stringMatching(
         /^Startup failed: NATS stream CONTRADICTING cannot take this service's events: its subjects \[payments\.>\] do not include orders\.events\.>; .* Fix or delete the stream, or set NATS_STREAM\.$/,
