@@ -22,9 +22,18 @@ async function loadContract(): Promise<{ errors: string[]; addresses: string[]; 
   const validators = new Map<string, ValidateFunction>();
   // The parser annotates schemas with x-parser-* keys: not JSON Schema keywords, so not strict here.
   const ajv = new Ajv({ allErrors: true, strict: false });
-  addFormats(ajv);
+  addFormats.default(ajv);
   for (const message of document?.allMessages() ?? []) validators.set(message.name()!, ajv.compile(message.payload()!.json()));
-  return { errors, addresses: (document?.allChannels() ?? []).all().map((channel) => channel.address()!), validators };
+  return {
+    errors,
+    addresses: document
+      ? document
+          .allChannels()
+          .all()
+          .map((channel) => channel.address()!)
+      : [],
+    validators,
+  };
 }
 
 describe('docs/asyncapi.yaml: the contract for consumers', () => {

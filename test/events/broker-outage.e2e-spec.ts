@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { readStream } from './stream-reader.js';
 

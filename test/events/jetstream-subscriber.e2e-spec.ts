@@ -4,7 +4,7 @@ import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { EventPublisher, type PublishedEvent } from '../../src/outbox/event-publisher.port.js';
 import { EventSubscriber, type DeliveredEvent, type Subscription } from '../../src/outbox/event-subscriber.port.js';
 import { JetStreamEventSubscriber } from '../../src/outbox/jetstream.subscriber.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { startApp, type TestApp } from '../support/test-app.js';
 
 const found = findNatsServer();

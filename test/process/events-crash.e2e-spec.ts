@@ -7,7 +7,7 @@ import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { MongoClient } from 'mongodb';
 import { readStream } from '../events/stream-reader.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import {
   connectMongo,
   databasesOf,
