@@ -27,14 +27,20 @@ describe('the stream the relay needs', () => {
   it('accepts its own configuration and a wider one', () => {
     const required = requiredStream('ORDER_EVENTS', 1, defaults);
     expect(streamContradictions({ ...required }, required)).toEqual([]);
-    expect(streamContradictions({ ...required, subjects: ['orders.>'], duplicate_window: required.duplicate_window * 2, num_replicas: 3 }, required)).toEqual(
-      [],
-    );
+    expect(
+      streamContradictions(
+        { ...required, subjects: ['orders.>'], duplicate_window: required.duplicate_window * 2, num_replicas: 3 },
+        required,
+      ),
+    ).toEqual([]);
   });
 
   it('refuses other subjects, memory storage and a short duplicate window, saying why', () => {
     const required = requiredStream('ORDER_EVENTS', 1, defaults);
-    const problems = streamContradictions({ subjects: ['payments.>'], storage: 'memory', duplicate_window: 120e9, num_replicas: 1 }, required);
+    const problems = streamContradictions(
+      { subjects: ['payments.>'], storage: 'memory', duplicate_window: 120e9, num_replicas: 1 },
+      required,
+    );
     expect(problems).toEqual([
       expect.stringContaining('do not include orders.events.>'),
       expect.stringContaining('storage is memory'),

@@ -41,7 +41,11 @@ export interface RequiredStream {
   num_replicas: number;
 }
 
-export function requiredStream(name: string, replicas: number, outbox: Pick<OutboxSettings, 'publishTimeoutMs' | 'intervalMs'>): RequiredStream {
+export function requiredStream(
+  name: string,
+  replicas: number,
+  outbox: Pick<OutboxSettings, 'publishTimeoutMs' | 'intervalMs'>,
+): RequiredStream {
   return { name, subjects: [STREAM_SUBJECTS], storage: 'file', duplicate_window: duplicateWindowMs(outbox) * 1e6, num_replicas: replicas };
 }
 
@@ -61,10 +65,15 @@ export interface ExistingStream {
  */
 export function streamContradictions(existing: ExistingStream, required: RequiredStream): string[] {
   const problems: string[] = [];
-  if (!(existing.subjects ?? []).some((subject) => subject === STREAM_SUBJECTS || subject === `${SUBJECT_PREFIX.split('.')[0]}.>` || subject === '>')) {
+  if (
+    !(existing.subjects ?? []).some(
+      (subject) => subject === STREAM_SUBJECTS || subject === `${SUBJECT_PREFIX.split('.')[0]}.>` || subject === '>',
+    )
+  ) {
     problems.push(`its subjects [${(existing.subjects ?? []).join(', ')}] do not include ${STREAM_SUBJECTS}`);
   }
-  if (existing.storage !== required.storage) problems.push(`its storage is ${existing.storage}, not file (events would not survive a restart)`);
+  if (existing.storage !== required.storage)
+    problems.push(`its storage is ${existing.storage}, not file (events would not survive a restart)`);
   if (existing.duplicate_window < required.duplicate_window) {
     problems.push(
       `its duplicate window is ${existing.duplicate_window / 1e9} s, shorter than the ${required.duplicate_window / 1e9} s the relay's retries need`,

@@ -70,12 +70,13 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
     const ready = this.start();
     this.ready = ready;
     ready.catch(() => undefined); // observed by every publish; a refusal at boot is rethrown below
-    const first = await Promise.race([ready.then(() => 'ready' as const), sleep(this.nats.connectWaitMs).then(() => 'waiting' as const)]).catch(
-      (error: unknown) => {
-        if (error instanceof StreamRefusedError) throw error;
-        return 'waiting' as const;
-      },
-    );
+    const first = await Promise.race([
+      ready.then(() => 'ready' as const),
+      sleep(this.nats.connectWaitMs).then(() => 'waiting' as const),
+    ]).catch((error: unknown) => {
+      if (error instanceof StreamRefusedError) throw error;
+      return 'waiting' as const;
+    });
     if (first === 'waiting') {
       this.logger.warn(`NATS at ${this.nats.server} not reachable yet: starting degraded; events wait in the outbox until it is`);
     }
@@ -119,7 +120,9 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
       try {
         const info = await jsm.streams.info(required.name).catch(async (error: unknown) => {
           if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
-          this.logger.log(`Creating NATS stream ${required.name} (${required.subjects.join(', ')}, duplicate window ${required.duplicate_window / 1e9} s)`);
+          this.logger.log(
+            `Creating NATS stream ${required.name} (${required.subjects.join(', ')}, duplicate window ${required.duplicate_window / 1e9} s)`,
+          );
           return jsm.streams.add({ ...required, storage: StorageType.File });
         });
         const problems = streamContradictions(info.config, required);
@@ -129,7 +132,9 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
           throw new StreamRefusedError(required.name, problems);
         }
         if (info.config.num_replicas !== required.num_replicas) {
-          this.logger.warn(`NATS stream ${required.name} has ${info.config.num_replicas} replica(s), NATS_STREAM_REPLICAS says ${required.num_replicas}`);
+          this.logger.warn(
+            `NATS stream ${required.name} has ${info.config.num_replicas} replica(s), NATS_STREAM_REPLICAS says ${required.num_replicas}`,
+          );
         }
         return;
       } catch (error) {

@@ -33,7 +33,11 @@ export class JetStreamEventSubscriber extends EventSubscriber {
     super();
   }
 
-  async subscribe(consumer: string, handle: (batch: DeliveredEvent[]) => Promise<void>, options: SubscribeOptions = {}): Promise<Subscription> {
+  async subscribe(
+    consumer: string,
+    handle: (batch: DeliveredEvent[]) => Promise<void>,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
     const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
     const { js, jsm } = await this.broker.clients();
     await jsm.consumers.info(this.broker.stream, consumer).catch((error: unknown) => {

@@ -7,7 +7,8 @@ import { OUTBOX_EVENT_MODEL } from './schemas/outbox-event.schema.js';
 import { OUTBOX_SEQUENCE_MODEL, type OutboxSequence } from './schemas/outbox-sequence.schema.js';
 
 /** How one claimed event's publish ended, for the bulk mark. */
-export type PublishOutcome = { event: OutboxEvent; published: true } | { event: OutboxEvent; published: false; retryAt: Date; error: string };
+export type PublishOutcome =
+  { event: OutboxEvent; published: true } | { event: OutboxEvent; published: false; retryAt: Date; error: string };
 
 export interface PendingStats {
   count: number;
@@ -44,7 +45,7 @@ export class OutboxEventRepository {
       .findOneAndUpdate({ _id: aggregateId }, { $inc: { last: 1 } }, { upsert: true, returnDocument: 'after', session })
       .lean<OutboxSequence>()
       .exec();
-    return counter!.last;
+    return counter.last;
   }
 
   async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
@@ -96,7 +97,10 @@ export class OutboxEventRepository {
     const ordered = due.filter((event) => event.aggregateId !== undefined && event.sequence !== undefined && event.sequence > 1);
     if (ordered.length === 0) return due.map((event) => event._id);
     const pending = await this.events
-      .find({ aggregateId: { $in: ordered.map((event) => event.aggregateId!) }, status: 'pending', sequence: { $exists: true } }, { aggregateId: 1, sequence: 1 })
+      .find(
+        { aggregateId: { $in: ordered.map((event) => event.aggregateId!) }, status: 'pending', sequence: { $exists: true } },
+        { aggregateId: 1, sequence: 1 },
+      )
       .lean<Pick<OutboxEvent, '_id' | 'aggregateId' | 'sequence'>[]>()
       .exec();
     const first = new Map<string, number>();
@@ -116,10 +120,14 @@ export class OutboxEventRepository {
     for (const outcome of outcomes) {
       const mine = { _id: outcome.event._id, status: 'pending' as const, claim };
       if (outcome.published) {
-        operations.push({ updateOne: { filter: mine, update: { $set: { status: 'published', publishedAt: now, lastError: null, claim: null } } } });
+        operations.push({
+          updateOne: { filter: mine, update: { $set: { status: 'published', publishedAt: now, lastError: null, claim: null } } },
+        });
         continue;
       }
-      operations.push({ updateOne: { filter: mine, update: { $set: { availableAt: outcome.retryAt, lastError: outcome.error.slice(0, 500) } } } });
+      operations.push({
+        updateOne: { filter: mine, update: { $set: { availableAt: outcome.retryAt, lastError: outcome.error.slice(0, 500) } } },
+      });
       if (outcome.event.aggregateId !== undefined && outcome.event.sequence !== undefined) {
         operations.push({
           updateMany: {

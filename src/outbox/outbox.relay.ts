@@ -103,7 +103,12 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     const now = this.clock.now();
     const claim = randomUUID();
     // Held for twice the publish timeout: a relay that dies mid-batch gives the events back then.
-    const batch = await this.events.claimBatch(now, new Date(now.getTime() + 2 * this.config.publishTimeoutMs), this.config.batchSize, claim);
+    const batch = await this.events.claimBatch(
+      now,
+      new Date(now.getTime() + 2 * this.config.publishTimeoutMs),
+      this.config.batchSize,
+      claim,
+    );
     const outcomes = await Promise.all(batch.map((event) => this.publishOne(event)));
     if (outcomes.some((outcome) => outcome.published)) this.faults?.crashIf('after-event-publish');
     await this.events.markBatch(outcomes, claim, this.clock.now());

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { readStream } from './stream-reader.js';
 
@@ -12,7 +12,8 @@ const describeNats = 'missing' in found ? describe.skip : describe;
 const binary = () => (found as { binary: string }).binary;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const metric = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
+const metric = (text: string, series: string) =>
+  Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
 
 describeNats('the broker SIGKILLed during creates (a real nats-server, restarted on its store)', () => {
   let nats: NatsServer;

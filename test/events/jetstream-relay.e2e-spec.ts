@@ -6,7 +6,7 @@ import { EventPublisher } from '../../src/outbox/event-publisher.port.js';
 import { JetStreamEventPublisher } from '../../src/outbox/jetstream.publisher.js';
 import { OutboxEventRepository } from '../../src/outbox/outbox-event.repository.js';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { readStream, streamConfig } from './stream-reader.js';
 

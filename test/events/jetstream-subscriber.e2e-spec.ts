@@ -4,7 +4,7 @@ import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { EventPublisher, type PublishedEvent } from '../../src/outbox/event-publisher.port.js';
 import { EventSubscriber, type DeliveredEvent, type Subscription } from '../../src/outbox/event-subscriber.port.js';
 import { JetStreamEventSubscriber } from '../../src/outbox/jetstream.subscriber.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { startApp, type TestApp } from '../support/test-app.js';
 
 const found = findNatsServer();
@@ -71,9 +71,13 @@ describeNats('EventSubscriber on a real nats-server: durable pull consumer, expl
   it('hands batches of at most maxBatch; acked events are not delivered again under the same durable name', async () => {
     const ids = await publishEvents(7);
     const batches: DeliveredEvent[][] = [];
-    const first = await subscribe('batches', async (batch) => {
-      batches.push(batch);
-    }, 3);
+    const first = await subscribe(
+      'batches',
+      async (batch) => {
+        batches.push(batch);
+      },
+      3,
+    );
     await until(() => batches.flat().filter((delivered) => ids.includes(delivered.event.id)).length === 7);
     expect(Math.max(...batches.map((batch) => batch.length))).toBeLessThanOrEqual(3);
     expect(batches[0]).toHaveLength(3); // what had arrived is handed together
@@ -112,10 +116,14 @@ describeNats('EventSubscriber on a real nats-server: durable pull consumer, expl
     const ids = await publishEvents(30);
     const byInstance: string[][] = [[], []];
     for (const instance of [0, 1]) {
-      await subscribe('shared', async (batch) => {
-        byInstance[instance].push(...batch.map((delivered) => delivered.event.id).filter((id) => ids.includes(id)));
-        await sleep(20); // each batch takes a while, so both instances get some
-      }, 2);
+      await subscribe(
+        'shared',
+        async (batch) => {
+          byInstance[instance].push(...batch.map((delivered) => delivered.event.id).filter((id) => ids.includes(id)));
+          await sleep(20); // each batch takes a while, so both instances get some
+        },
+        2,
+      );
     }
     await until(() => byInstance[0].length + byInstance[1].length >= 30);
     await sleep(500);

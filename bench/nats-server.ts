@@ -69,7 +69,7 @@ async function launch(binary: string, port: number, storeDir: string): Promise<C
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`nats-server on ${port} not ready within 15 s: ${output.slice(-500)}`)), 15_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stderr.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('Server is ready')) {
         clearTimeout(timer);
@@ -79,8 +79,8 @@ async function launch(binary: string, port: number, storeDir: string): Promise<C
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`nats-server exited with ${code} before it was ready: ${output.slice(-500)}`)));
   });
-  child.stderr!.removeAllListeners('data');
-  child.stderr!.resume();
+  child.stderr.removeAllListeners('data');
+  child.stderr.resume();
   return child;
 }
 
