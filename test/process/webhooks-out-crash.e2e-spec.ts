@@ -16,7 +16,7 @@ import {
   startService,
   type Databases,
 } from '../support/service-process.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { answer, Receiver } from '../webhook-endpoints/receiver.js';
 
 const TIMEOUT_MS = 2000;

@@ -9,7 +9,7 @@ import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
 import { EventSubscriber } from '../../src/outbox/event-subscriber.port.js';
 import { DeliveryWorkflow } from '../../src/webhook-endpoints/delivery-workflow.js';
 import { DISPATCHER_CONSUMER, WebhookDispatcher } from '../../src/webhook-endpoints/webhook-dispatcher.js';
-import { findNatsServer, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 import { answer, eventually, Receiver } from './receiver.js';
 
