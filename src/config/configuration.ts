@@ -106,7 +106,22 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   const nats = natsSettings(env.nats, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
   const [reaper, outbox, payments] = [reaperSettings(env.reaper), outboxSettings(env.outbox), paymentsSettings(env.payments)];
-  return { app, http, mongo, security, idempotency, reaper, outbox, nats, payments, redis, metrics, webhooks, webhookDelivery, outgoingWebhooks };
+  return {
+    app,
+    http,
+    mongo,
+    security,
+    idempotency,
+    reaper,
+    outbox,
+    nats,
+    payments,
+    redis,
+    metrics,
+    webhooks,
+    webhookDelivery,
+    outgoingWebhooks,
+  };
 }
 
 /** Every problem of an environment, none when it loads: what a deploy check (or a test) asks. */
