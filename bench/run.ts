@@ -56,6 +56,9 @@ import { peerPackageVersions, peerRows, type PeerRun } from './peers.js';
 import { peerRatioDefinitions } from './peers-report.js';
 import { BENCH_RATE_LIMITS, resampleIdleCpu, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
+// --- events group (issue 45) ---
+import { eventsOnly, runEventsBench } from './events.js';
+// --- end events group ---
 
 /** dist/bench/run.js -> the repository root. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -1250,6 +1253,9 @@ async function startRedisService(
 }
 
 async function main(): Promise<number> {
+  // --- events group (issue 45): `--only events` is its own run (bench/events.ts) ---
+  if (eventsOnly(process.argv.slice(2))) return runEventsBench(process.argv.slice(2), ROOT);
+  // --- end events group ---
   const settings = readSettings(process.argv.slice(2));
   const startedAt = new Date();
   const stamp = startedAt.getTime();

@@ -15,6 +15,7 @@ const FACTS: BootFacts = {
   tenants: 1,
   store: { description: 'embedded EMULATOR', uri: 'mongodb://127.0.0.1:1/test', caveats: ['in memory: gone when the service stops'] },
   devEncryptionKey: true,
+  events: { broker: 'in-process' },
 };
 
 describe('the boot banner', () => {
@@ -29,6 +30,12 @@ describe('the boot banner', () => {
     expect(text).toContain('Store    embedded EMULATOR at mongodb://127.0.0.1:1/test');
     expect(text).toContain('- in memory: gone when the service stops');
     expect(text).toContain('fixed dev key');
+  });
+
+  it('says where events go: nowhere outside the process without NATS_URL, else the stream and server (never credentials)', () => {
+    expect(bootBanner(FACTS).join('\n')).toContain('Events   in-process only (NATS_URL unset)');
+    const text = bootBanner({ ...FACTS, events: { broker: 'jetstream', server: 'nats.internal:4222', stream: 'ORDER_EVENTS' } }).join('\n');
+    expect(text).toContain('Events   NATS JetStream stream ORDER_EVENTS at nats://nats.internal:4222');
   });
 
   it('with API_KEYS set, never prints a secret; a metrics listener of its own is named', () => {

@@ -19,6 +19,15 @@ export interface BootFacts {
     caveats: string[];
   };
   devEncryptionKey: boolean;
+  /** Where committed events go: a JetStream stream on a NATS server (no credentials), or nowhere outside this process. */
+  events: { broker: 'jetstream'; server: string; stream: string } | { broker: 'in-process' };
+}
+
+/** The Events line: a person must see at a glance whether anything outside the process receives events. */
+export function eventsLine(events: BootFacts['events']): string {
+  return events.broker === 'jetstream'
+    ? `  Events   NATS JetStream stream ${events.stream} at nats://${events.server} (subjects orders.events.<type>)`
+    : '  Events   in-process only (NATS_URL unset): a log line each, nothing outside this process receives them';
 }
 
 /**
@@ -41,6 +50,7 @@ export function bootBanner(facts: BootFacts): string[] {
       : `  Token    one of the ${facts.tenants} API_KEYS tenants' secrets (Authorization: Bearer <secret>)`,
     `  Store    ${facts.store.description}${facts.store.uri ? ` at ${facts.store.uri}` : ''}`,
     ...facts.store.caveats.map((caveat) => `           - ${caveat}`),
+    eventsLine(facts.events),
   ];
   if (facts.devEncryptionKey)
     lines.push('  Keys     stored answers sealed with the fixed dev key (IDEMPOTENCY_ENCRYPTION_KEY unset - never in production)');

@@ -145,6 +145,7 @@ async function bootstrap(): Promise<void> {
     tenants: new Set(config.security.apiKeys.map((key) => key.tenant)).size,
     store,
     devEncryptionKey: config.idempotency.usingDevEncryptionKey,
+    events: config.nats.url ? { broker: 'jetstream', server: config.nats.server!, stream: config.nats.stream } : { broker: 'in-process' },
   });
   for (const line of banner) logger.log(line);
 }

@@ -14,6 +14,8 @@ export const FAULT_POINTS = [
   'after-capture-provider',
   'after-void-claim',
   'after-void-provider',
+  // The outbox relay: the broker acknowledged a batch, the mark is not written (issue 45).
+  'after-event-publish',
 ] as const;
 
 /**

@@ -15,6 +15,7 @@ export const securityConfig = registerAs('security', () => loadConfiguration(pro
 export const idempotencyConfig = registerAs('idempotency', () => loadConfiguration(process.env).idempotency);
 export const reaperConfig = registerAs('reaper', () => loadConfiguration(process.env).reaper);
 export const outboxConfig = registerAs('outbox', () => loadConfiguration(process.env).outbox);
+export const natsConfig = registerAs('nats', () => loadConfiguration(process.env).nats);
 export const paymentsConfig = registerAs('payments', () => loadConfiguration(process.env).payments);
 export const redisConfig = registerAs('redis', () => loadConfiguration(process.env).redis);
 export const metricsConfig = registerAs('metrics', () => loadConfiguration(process.env).metrics);
@@ -30,6 +31,7 @@ export const allConfig = [
   idempotencyConfig,
   reaperConfig,
   outboxConfig,
+  natsConfig,
   paymentsConfig,
   redisConfig,
   metricsConfig,
@@ -46,6 +48,7 @@ export type SecurityConfig = ConfigType<typeof securityConfig>;
 export type IdempotencyConfig = ConfigType<typeof idempotencyConfig>;
 export type ReaperConfig = ConfigType<typeof reaperConfig>;
 export type OutboxConfig = ConfigType<typeof outboxConfig>;
+export type NatsConfig = ConfigType<typeof natsConfig>;
 export type PaymentsConfig = ConfigType<typeof paymentsConfig>;
 export type RedisConfig = ConfigType<typeof redisConfig>;
 export type MetricsConfig = ConfigType<typeof metricsConfig>;

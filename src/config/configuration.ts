@@ -5,6 +5,7 @@ import { IdempotencyEnvironment, idempotencySettings, type IdempotencySettings }
 import { KeysEnvironment, recordKeys } from './keys.config.js';
 import { MetricsEnvironment, metricsSettings, type MetricsSettings } from './metrics.config.js';
 import { MongoEnvironment, mongoSettings, type MongoSettings } from './mongo.config.js';
+import { NatsEnvironment, natsSettings, type NatsSettings } from './nats.config.js';
 import { OutboxEnvironment, outboxSettings, type OutboxSettings } from './outbox.config.js';
 import { OutgoingWebhooksEnvironment, outgoingWebhooksSettings, type OutgoingWebhooksSettings } from './outgoing-webhooks.config.js';
 import { PaymentsEnvironment, paymentsSettings, type PaymentsSettings } from './payments.config.js';
@@ -22,6 +23,7 @@ export type { IdempotencySettings } from './idempotency.config.js';
 export { keyId, type CipherKey } from './keys.config.js';
 export { DEFAULT_METRICS_PORT, type MetricsSettings } from './metrics.config.js';
 export { useEmbeddedStore, type MongoSettings } from './mongo.config.js';
+export type { NatsSettings } from './nats.config.js';
 export type { OutboxSettings } from './outbox.config.js';
 export type { OutgoingWebhooksSettings } from './outgoing-webhooks.config.js';
 export type { PaymentsSettings } from './payments.config.js';
@@ -46,6 +48,7 @@ export interface Configuration {
   idempotency: IdempotencySettings;
   reaper: ReaperSettings;
   outbox: OutboxSettings;
+  nats: NatsSettings;
   payments: PaymentsSettings;
   redis: RedisSettings;
   metrics: MetricsSettings;
@@ -65,6 +68,7 @@ function readEnvironment(environment: Environment) {
     idempotency: environment.read(IdempotencyEnvironment),
     reaper: environment.read(ReaperEnvironment),
     outbox: environment.read(OutboxEnvironment),
+    nats: environment.read(NatsEnvironment),
     payments: environment.read(PaymentsEnvironment),
     webhooks: environment.read(WebhooksEnvironment),
     webhookDelivery: environment.read(WebhookDeliveryEnvironment),
@@ -99,9 +103,25 @@ export function loadConfiguration(raw: NodeJS.ProcessEnv): Configuration {
   const webhooks = webhookSettings(env.webhooks, deployment, problems);
   const webhookDelivery = webhookDeliverySettings(env.webhookDelivery, webhooks.secrets, problems);
   const outgoingWebhooks = outgoingWebhooksSettings(env.outgoingWebhooks, deployment, problems);
+  const nats = natsSettings(env.nats, problems);
   if (problems.length > 0) throw new ConfigurationError(problems);
   const [reaper, outbox, payments] = [reaperSettings(env.reaper), outboxSettings(env.outbox), paymentsSettings(env.payments)];
-  return { app, http, mongo, security, idempotency, reaper, outbox, payments, redis, metrics, webhooks, webhookDelivery, outgoingWebhooks };
+  return {
+    app,
+    http,
+    mongo,
+    security,
+    idempotency,
+    reaper,
+    outbox,
+    nats,
+    payments,
+    redis,
+    metrics,
+    webhooks,
+    webhookDelivery,
+    outgoingWebhooks,
+  };
 }
 
 /** Every problem of an environment, none when it loads: what a deploy check (or a test) asks. */

@@ -7,6 +7,7 @@ import { Public } from '../auth/public.decorator.js';
 import { ApiProblemResponse } from '../common/api-problem.decorator.js';
 import { mongoConfig, type MongoConfig } from '../config/config.tokens.js';
 import { DatabaseBootstrap } from '../database/database.bootstrap.js';
+import { JetStreamBroker } from '../outbox/jetstream.broker.js';
 import { LivenessResponse, ReadinessResponse } from './dto/health.response.js';
 
 /*
@@ -29,6 +30,7 @@ export class HealthController {
     private readonly bootstrap: DatabaseBootstrap,
     @InjectConnection() private readonly connection: Connection,
     @Inject(mongoConfig.KEY) private readonly mongo: MongoConfig,
+    private readonly broker: JetStreamBroker,
   ) {}
 
   /** The process is up and serving; says nothing about dependencies (restart only if this fails). */
@@ -50,7 +52,7 @@ export class HealthController {
   @ApiOkResponse({ type: ReadinessResponse, description: 'Ready for traffic' })
   @ApiProblemResponse(503, '`not_ready`: `details` says which check is down')
   ready() {
-    return this.health.check([() => this.sharedPing(), () => this.indexes()]);
+    return this.health.check([() => this.sharedPing(), () => this.indexes(), () => this.events()]);
   }
 
   private sharedPing() {
@@ -85,6 +87,13 @@ export class HealthController {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Up even while the broker is down: the outbox is the buffer, so taking traffic away would only add an outage. */
+  private events() {
+    const check = this.indicator.check('events');
+    if (!this.broker.enabled) return check.up({ transport: 'in-process', degraded: false });
+    return check.up({ transport: 'jetstream', degraded: this.broker.state !== 'connected' });
   }
 
   private indexes() {

@@ -76,6 +76,49 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  // --- Events on the broker (issue 45): the outbox's age, the publish, the broker and its consumers ---
+  readonly outboxOldestPendingAge = new Gauge({
+    name: 'outbox_oldest_pending_age_seconds',
+    help: 'Age of the oldest unpublished outbox event (0 when none; set by the relay each pass)',
+    registers: [this.registry],
+  });
+
+  readonly outboxPublishDuration = new Histogram({
+    name: 'outbox_publish_duration_seconds',
+    help: 'One event publish until the broker acknowledged it (or failed)',
+    labelNames: ['outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly eventsBrokerConnected = new Gauge({
+    name: 'events_broker_connected',
+    help: '1 while the NATS connection is up, 0 while it is down (absent without NATS_URL)',
+    registers: [this.registry],
+  });
+
+  readonly jetstreamErrors = new Counter({
+    name: 'jetstream_errors_total',
+    help: 'JetStream failures by code: the API error code, or timeout, no_responders, disconnected, other',
+    labelNames: ['operation', 'code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsConsumerPending = new Gauge({
+    name: 'events_consumer_pending',
+    help: "Messages the durable consumer has not yet been delivered (the broker's num_pending at the last delivery)",
+    labelNames: ['consumer'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsConsumerRedeliveries = new Counter({
+    name: 'events_consumer_redeliveries_total',
+    help: 'Messages delivered to a durable consumer again (after a nak or an ack timeout)',
+    labelNames: ['consumer'] as const,
+    registers: [this.registry],
+  });
+  // --- end of events on the broker ---
+
   readonly rateLimited = new Counter({
     name: 'rate_limited_requests_total',
     help: 'Requests refused with 429, by limit (key or tenant)',

@@ -1,5 +1,3 @@
-import type { PublishedEvent } from './event-publisher.port.js';
-
 /**
  * The one envelope every transport carries (the broker's stream, the
  * in-process bus, outgoing webhooks): CloudEvents 1.0, structured JSON mode.
@@ -34,7 +32,23 @@ export interface CloudEvent {
 /** The source every event of this service carries. */
 export const EVENT_SOURCE = '/idempotent-orders';
 
-export function toCloudEvent(event: PublishedEvent, source: string = EVENT_SOURCE): CloudEvent {
+/**
+ * What the envelope is made from: PublishedEvent's fields, spelled out here
+ * so that event-publisher.port.ts (which imports toCloudEvent) is not
+ * imported back (src/architecture.spec.ts: no import circles).
+ */
+export interface CloudEventInput {
+  id: string;
+  type: string;
+  tenant: string;
+  aggregateId: string;
+  schemaVersion: number;
+  sequence?: number;
+  payload: Record<string, unknown>;
+  occurredAt: string;
+}
+
+export function toCloudEvent(event: CloudEventInput, source: string = EVENT_SOURCE): CloudEvent {
   return {
     specversion: '1.0',
     id: event.id,

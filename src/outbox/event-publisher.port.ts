@@ -79,6 +79,7 @@ export function toPublishedEvent(event: OutboxEvent): PublishedEvent {
     tenant: event.tenant,
     aggregateId: event.aggregateId ?? String(event.payload.id),
     schemaVersion: event.schemaVersion ?? 1,
+    ...(event.sequence === undefined ? {} : { sequence: event.sequence }),
     payload: event.payload,
     occurredAt: event.createdAt.toISOString(),
   };

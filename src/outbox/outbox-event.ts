@@ -10,6 +10,8 @@ export interface OutboxEvent {
   aggregateId?: string;
   /** Version of the payload's shape for this type, from 1: consumers evolve by it. Absent only on events an earlier release wrote (1). */
   schemaVersion?: number;
+  /** The event's position among its aggregate's events in commit order, from 1. Absent only on events an earlier release wrote. */
+  sequence?: number;
   payload: Record<string, unknown>;
   status: OutboxStatus;
   attempts: number;
@@ -17,4 +19,6 @@ export interface OutboxEvent {
   createdAt: Date;
   publishedAt: Date | null;
   lastError: string | null;
+  /** The relay batch that holds the event now (its claim token); the marks compare-and-set on it. */
+  claim?: string | null;
 }

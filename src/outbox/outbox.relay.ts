@@ -1,13 +1,16 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { Clock } from '../common/clock.js';
+import { FaultInjector } from '../common/fault-injector.js';
 import { PeriodicTask } from '@idempotent-orders/nest-idempotency';
 import { outboxConfig, type OutboxConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { EventPublisher, toPublishedEvent } from './event-publisher.port.js';
 import type { OutboxEvent } from './outbox-event.js';
-import { OutboxEventRepository } from './outbox-event.repository.js';
+import { OutboxEventRepository, type PublishOutcome } from './outbox-event.repository.js';
 
-const MAX_BACKOFF_MS = 5 * 60_000;
+/** The longest wait between two tries of one event; the broker's duplicate window is derived from it (jetstream-stream.ts). */
+export const MAX_BACKOFF_MS = 5 * 60_000;
 
 /** Exponential backoff, 1 s, 2 s, 4 s ... capped at 5 minutes, each jittered to 50-100% of its step. */
 export function backoffMs(attempts: number, random = Math.random()): number {
@@ -35,16 +38,21 @@ export async function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promi
 }
 
 /**
- * Publishes pending events at least once, on every instance. Each event is
- * claimed before it is published (findOneAndUpdate moving availableAt), so N
- * relays publish each event once, not N times; a double publish remains
- * possible only when a publish outlives its timeout (consumers deduplicate
- * on the event id). A lost one is not possible.
+ * Publishes pending events at least once, on every instance, a batch at a
+ * time: one claim (a few round trips whatever the batch), every publish of
+ * the batch in flight together, one bulk write to mark them. A claimed event
+ * is held (availableAt moved) so N relays publish it once, not N times; it is
+ * published again only when a publish outlives its timeout or the relay dies
+ * between the broker's ack and the mark, and the broker drops that repeat by
+ * `Nats-Msg-Id` (consumers still deduplicate on the event id). Only the oldest
+ * pending event of an aggregate is claimed, so per-aggregate order holds
+ * through failures and racing relays. A lost event is not possible.
  */
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(OutboxRelay.name);
   private readonly task: PeriodicTask<number>;
+  private stopping = false;
 
   constructor(
     private readonly events: OutboxEventRepository,
@@ -52,6 +60,8 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     @Inject(outboxConfig.KEY) private readonly config: OutboxConfig,
+    // Optional: a relay built by hand (a second instance in a test) has none.
+    @Optional() private readonly faults?: FaultInjector,
   ) {
     this.task = new PeriodicTask(() => this.publishDue());
   }
@@ -61,10 +71,11 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
     return this.task.stop();
   }
 
-  /** One pass; returns how many events were published. Never two passes at once in one process. */
+  /** One pass (batches until the due events run out); returns how many events were published. Never two passes at once in one process. */
   tick(): Promise<number> {
     return this.task.runOnce();
   }
@@ -72,31 +83,52 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   private async publishDue(): Promise<number> {
     let published = 0;
     try {
-      for (let claimed = 0; claimed < this.config.batchSize; claimed++) {
-        const now = this.clock.now();
-        // Held for twice the publish timeout: a relay that dies mid-publish gives the event back then.
-        const event = await this.events.claimNext(now, new Date(now.getTime() + 2 * this.config.publishTimeoutMs));
-        if (!event) break;
-        if (await this.publishOne(event)) published++;
+      for (;;) {
+        const { claimed, ok } = await this.publishBatch();
+        published += ok;
+        // A short batch: nothing more is due now. A full one: drain on, unless the service is stopping.
+        if (claimed < this.config.batchSize || this.stopping) break;
       }
-      this.metrics.outboxBacklog.set(await this.events.countPending());
+      const stats = await this.events.pendingStats();
+      this.metrics.outboxBacklog.set(stats.count);
+      const oldest = stats.oldestCreatedAt ? (this.clock.now().getTime() - stats.oldestCreatedAt.getTime()) / 1000 : 0;
+      this.metrics.outboxOldestPendingAge.set(Math.max(0, oldest));
     } catch (error) {
       this.logger.warn(`Outbox relay pass failed: ${(error as Error).message}`);
     }
     return published;
   }
 
-  private async publishOne(claimed: OutboxEvent): Promise<boolean> {
+  private async publishBatch(): Promise<{ claimed: number; ok: number }> {
+    const now = this.clock.now();
+    const claim = randomUUID();
+    // Held for twice the publish timeout: a relay that dies mid-batch gives the events back then.
+    const batch = await this.events.claimBatch(
+      now,
+      new Date(now.getTime() + 2 * this.config.publishTimeoutMs),
+      this.config.batchSize,
+      claim,
+    );
+    const outcomes = await Promise.all(batch.map((event) => this.publishOne(event)));
+    if (outcomes.some((outcome) => outcome.published)) this.faults?.crashIf('after-event-publish');
+    await this.events.markBatch(outcomes, claim, this.clock.now());
+    return { claimed: batch.length, ok: outcomes.filter((outcome) => outcome.published).length };
+  }
+
+  private async publishOne(event: OutboxEvent): Promise<PublishOutcome> {
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
-      await withTimeout(this.publisher.publish(toPublishedEvent(claimed)), this.config.publishTimeoutMs);
+      await withTimeout(this.publisher.publish(toPublishedEvent(event)), this.config.publishTimeoutMs);
     } catch (error) {
-      this.metrics.outboxPublishFailures.inc({ type: claimed.type });
+      this.metrics.outboxPublishDuration.observe({ outcome: 'failed' }, seconds());
+      this.metrics.outboxPublishFailures.inc({ type: event.type });
       // attempts already counts this one (the claim incremented it): the first failure waits ~1 s.
-      const retryAt = new Date(this.clock.now().getTime() + backoffMs(claimed.attempts - 1));
-      await this.events.markFailed(claimed, retryAt, (error as Error).message ?? String(error));
-      return false;
+      const retryAt = new Date(this.clock.now().getTime() + backoffMs(event.attempts - 1));
+      return { event, published: false, retryAt, error: (error as Error).message ?? String(error) };
     }
-    this.metrics.outboxPublished.inc({ type: claimed.type });
-    return this.events.markPublished(claimed, this.clock.now());
+    this.metrics.outboxPublishDuration.observe({ outcome: 'published' }, seconds());
+    this.metrics.outboxPublished.inc({ type: event.type });
+    return { event, published: true };
   }
 }

@@ -45,12 +45,15 @@ export class OutboxService {
       if (differs.length > 0) throw new DuplicateClaimError('outbox event', `event ${event.id} differs in ${differs.join(', ')}`);
       return 'adopted';
     }
+    // Numbered only once the event is new: an adopted event keeps its number, and the counter no gap.
+    const sequence = await this.events.nextSequence(session, event.aggregateId);
     await this.events.insert(session, {
       _id: event.id,
       tenant: event.tenant,
       type: event.type,
       aggregateId: event.aggregateId,
       schemaVersion: event.schemaVersion,
+      sequence,
       payload: event.payload,
       status: 'pending',
       attempts: 0,

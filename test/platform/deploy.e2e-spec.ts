@@ -67,7 +67,7 @@ describe('deployment files', () => {
   it('interpolates and sets only variables that configuration.ts declares, besides the store passwords compose itself uses', () => {
     // Made by the operator for compose alone (the members' root, the service's store user): the service reads neither,
     // it gets the second only inside MONGODB_URI.
-    const composeOnly = ['MONGO_ROOT_PASSWORD', 'MONGO_APP_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'];
+    const composeOnly = ['MONGO_ROOT_PASSWORD', 'MONGO_APP_PASSWORD', 'GRAFANA_ADMIN_PASSWORD', 'NATS_PASSWORD'];
     const referenced = [...composeText.matchAll(/(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((match) => match[1]);
     expect(referenced.length).toBeGreaterThan(0);
     expect(referenced.filter((name) => !variables.includes(name) && !composeOnly.includes(name))).toEqual([]);

@@ -107,6 +107,8 @@ describe('outbox relay: claim, publish what was claimed, time out', () => {
     const patient = new OutboxRelay(t.app.get(OutboxEventRepository), publisher, t.app.get(MetricsService), t.app.get(Clock), {
       ...t.app.get<OutboxConfig>(outboxConfig.KEY),
       publishTimeoutMs: 30_000,
+      // One event per batch: a batch claims (and reads) its events together, so the second must be claimed after the first's publish.
+      batchSize: 1,
     });
     expect(await patient.tick()).toBe(2);
     const [first, second] = publisher.received;

@@ -159,7 +159,11 @@ describe('/metrics, /health/ready and /docs on the API port (#6)', () => {
       expect((await t.http().get('/health/live')).status).toBe(200);
       const ready = await t.http().get('/health/ready');
       expect(ready.status).toBe(200);
-      expect(ready.body.info).toEqual({ mongodb: { status: 'up' }, indexes: { status: 'up' } });
+      expect(ready.body.info).toEqual({
+        mongodb: { status: 'up' },
+        indexes: { status: 'up' },
+        events: { status: 'up', transport: 'in-process', degraded: false },
+      });
 
       expect((await t.http().get('/docs/json')).status).toBe(401);
       expect((await t.http().get('/docs/json').set(auth())).status).toBe(404);

@@ -16,6 +16,7 @@ import {
   startService,
   type Databases,
 } from '../support/service-process.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { answer, Receiver } from '../webhook-endpoints/receiver.js';
 
 const TIMEOUT_MS = 2000;
@@ -29,14 +30,25 @@ const ENV = {
 };
 const EVENTS = 3;
 
-describe('outgoing webhooks: the service SIGKILLed mid-delivery', () => {
+// Both transports: the in-process bus, and JetStream (NATS_URL) where a nats-server is installed.
+const found = findNatsServer();
+if ('missing' in found) console.warn(`SKIPPED the JetStream case of test/process/webhooks-out-crash: ${found.missing}`);
+const TRANSPORTS = 'missing' in found ? (['in-process'] as const) : (['in-process', 'jetstream'] as const);
+
+describe.each(TRANSPORTS)('outgoing webhooks: the service SIGKILLed mid-delivery, on %s', (transport) => {
   let mongo: MongoClient;
   let dbs: Databases | null = null;
+  let nats: NatsServer | null = null;
+  let env: Record<string, string> = ENV;
   const receiver = new Receiver();
 
   beforeAll(async () => {
     mongo = await connectMongo();
     await receiver.start();
+    if (transport === 'jetstream') {
+      nats = await startNatsServer((found as { binary: string }).binary);
+      env = { ...ENV, NATS_URL: nats.url };
+    }
   });
   afterEach(async () => {
     await killAllServices();
@@ -46,16 +58,18 @@ describe('outgoing webhooks: the service SIGKILLed mid-delivery', () => {
     }
   });
   afterAll(async () => {
+    await nats?.stop();
     await receiver.stop();
     await mongo.close();
   });
 
   it('every event is still delivered, and a repeat carries the same webhook-id', async () => {
     const dbName = scenarioDbName('webhooks_out_crash');
-    const first = await startService({ dbName, env: ENV, label: 'first' });
+    const first = await startService({ dbName, env, label: 'first' });
     dbs = databasesOf(mongo, first);
     // Until the kill, the receiver takes every request and never answers: the attempts are in flight.
     receiver.behaviour = receiver.hang;
+    receiver.received.length = 0;
 
     const created = await httpRequest(first.baseUrl, {
       method: 'POST',
@@ -80,7 +94,7 @@ describe('outgoing webhooks: the service SIGKILLed mid-delivery', () => {
     receiver.behaviour = answer(200);
 
     // Started again on the same database: its workers take the dead worker's deliveries once their leases lapse.
-    const second = await startService({ dbName, env: ENV, label: 'second' });
+    const second = await startService({ dbName, env, label: 'second' });
     await pollUntil(
       async () => (await dbs!.db.collection('webhook_deliveries').countDocuments({ status: 'succeeded' })) === EVENTS,
       60_000,

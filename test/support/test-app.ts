@@ -102,6 +102,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
       'payments',
       'ledger_entries',
       'outbox_events',
+      'outbox_sequences',
       'erasures',
       'refunds',
     ]) {

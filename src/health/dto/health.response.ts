@@ -48,12 +48,27 @@ export class IndexesIndicator {
   status: string;
 }
 
+// Never down: while the broker is unreachable creates go on and the outbox buffers; `degraded` says so.
+export class EventsIndicator {
+  @ApiProperty(UP)
+  status: string;
+
+  @ApiProperty({ enum: ['jetstream', 'in-process'], description: 'Where events go: NATS JetStream (NATS_URL) or the in-process bus' })
+  transport: string;
+
+  @ApiProperty({ type: 'boolean', description: 'true while events cannot reach the broker (they wait in the outbox)' })
+  degraded: boolean;
+}
+
 export class ReadinessIndicators {
   @ApiProperty({ type: MongoIndicator, description: 'Reachable, with a writable primary' })
   mongodb: MongoIndicator;
 
   @ApiProperty({ type: IndexesIndicator, description: 'Every declared index built' })
   indexes: IndexesIndicator;
+
+  @ApiProperty({ type: EventsIndicator, description: 'Where events go, and whether they wait (never down: the outbox buffers)' })
+  events: EventsIndicator;
 }
 
 export class ReadinessResponse {

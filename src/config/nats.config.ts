@@ -1,0 +1,73 @@
+import 'reflect-metadata';
+import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
+
+/** The broker the outbox relay publishes to (NATS JetStream). Unset: events stay in-process. */
+export class NatsEnvironment {
+  // nats://host:4222, or tls://host:4222 for TLS; credentials may ride in the URL (user:password@, or token@).
+  @IsOptional()
+  @Matches(/^(nats|tls):\/\/\S+$/, { message: 'must be a nats:// or tls:// URL' })
+  NATS_URL?: string;
+
+  // A NATS .creds file (JWT + nkey seed), the usual credentials of a managed NATS account.
+  @IsOptional()
+  @Matches(/^\S+$/, { message: 'must be a file path' })
+  NATS_CREDS_FILE?: string;
+
+  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, _ or -' })
+  NATS_STREAM: string = 'ORDER_EVENTS';
+
+  // 1 for a single server; 3 on a cluster (docs/scaling.md: why production wants it).
+  @IsInt()
+  @Min(1)
+  @Max(5)
+  NATS_STREAM_REPLICAS: number = 1;
+
+  // How long boot waits for the broker before it starts degraded (creates go on; the outbox buffers).
+  @IsInt()
+  @Min(0)
+  @Max(120000)
+  NATS_CONNECT_WAIT_MS: number = 5000;
+}
+
+export interface NatsSettings {
+  /** Unset: no broker, events go to the in-process bus. */
+  url?: string;
+  /** `host:port` of NATS_URL, credentials removed (also what the boot banner shows). */
+  server?: string;
+  tls: boolean;
+  user?: string;
+  pass?: string;
+  token?: string;
+  credsFile?: string;
+  stream: string;
+  replicas: number;
+  connectWaitMs: number;
+}
+
+export function natsSettings(env: NatsEnvironment, problems: string[]): NatsSettings {
+  const base = {
+    tls: false,
+    credsFile: env.NATS_CREDS_FILE,
+    stream: env.NATS_STREAM,
+    replicas: env.NATS_STREAM_REPLICAS,
+    connectWaitMs: env.NATS_CONNECT_WAIT_MS,
+  };
+  if (!env.NATS_URL) return base;
+  let url: URL;
+  try {
+    url = new URL(env.NATS_URL);
+  } catch {
+    problems.push('NATS_URL: is not a URL');
+    return base;
+  }
+  const user = decodeURIComponent(url.username) || undefined;
+  const pass = decodeURIComponent(url.password) || undefined;
+  return {
+    ...base,
+    url: env.NATS_URL,
+    server: `${url.hostname}:${url.port || '4222'}`,
+    tls: url.protocol === 'tls:',
+    // nats://secret@host is a token, nats://user:password@host a user (NATS's own URL convention).
+    ...(pass === undefined ? { token: user } : { user, pass }),
+  };
+}

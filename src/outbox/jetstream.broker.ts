@@ -1,0 +1,162 @@
+import { readFileSync } from 'node:fs';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { jetstream, jetstreamManager, JetStreamApiError, JetStreamApiCodes, StorageType } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { connect, credsAuthenticator, NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import { natsConfig, outboxConfig, type NatsConfig, type OutboxConfig } from '../config/config.tokens.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { requiredStream, streamContradictions } from './jetstream-stream.js';
+
+/** The stream exists with settings that contradict what the relay needs: the service must not start on it. */
+export class StreamRefusedError extends Error {
+  constructor(stream: string, problems: string[]) {
+    super(`NATS stream ${stream} cannot take this service's events: ${problems.join('; ')}. Fix or delete the stream, or set NATS_STREAM.`);
+    this.name = 'StreamRefusedError';
+  }
+}
+
+export type BrokerState = 'off' | 'connecting' | 'connected' | 'disconnected' | 'refused';
+
+export interface BrokerClients {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+}
+
+/** A label for jetstream_errors_total: the JetStream API code, or the kind of transport failure. */
+export function jetStreamErrorCode(error: unknown): string {
+  if (error instanceof JetStreamApiError) return String(error.code);
+  if (error instanceof TimeoutError) return 'timeout';
+  if (error instanceof NoRespondersError) return 'no_responders';
+  if (error instanceof StreamRefusedError) return 'stream_refused';
+  return 'other';
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The one NATS connection of the process, and the stream it publishes to.
+ * Boot waits NATS_CONNECT_WAIT_MS for it: a stream that contradicts our
+ * needs stops the boot with one line; an unreachable broker does not (the
+ * outbox is the buffer: creates go on, and the relay publishes once the
+ * connection is up). The client reconnects forever.
+ */
+@Injectable()
+export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('Events');
+  private connection?: NatsConnection;
+  private ready?: Promise<BrokerClients>;
+  private stopped = false;
+  state: BrokerState = 'off';
+  refusal?: string;
+
+  constructor(
+    @Inject(natsConfig.KEY) private readonly nats: NatsConfig,
+    @Inject(outboxConfig.KEY) private readonly outbox: OutboxConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  get enabled(): boolean {
+    return this.nats.url !== undefined;
+  }
+
+  get stream(): string {
+    return this.nats.stream;
+  }
+
+  async onModuleInit(): Promise<void> {
+    if (!this.enabled) return;
+    this.state = 'connecting';
+    this.metrics.eventsBrokerConnected.set(0);
+    const ready = this.start();
+    this.ready = ready;
+    ready.catch(() => undefined); // observed by every publish; a refusal at boot is rethrown below
+    const first = await Promise.race([
+      ready.then(() => 'ready' as const),
+      sleep(this.nats.connectWaitMs).then(() => 'waiting' as const),
+    ]).catch((error: unknown) => {
+      if (error instanceof StreamRefusedError) throw error;
+      return 'waiting' as const;
+    });
+    if (first === 'waiting') {
+      this.logger.warn(`NATS at ${this.nats.server} not reachable yet: starting degraded; events wait in the outbox until it is`);
+    }
+  }
+
+  /** The clients once connected and the stream checked; rejects while the stream is refused. */
+  clients(): Promise<BrokerClients> {
+    if (!this.ready) return Promise.reject(new Error('NATS_URL is not set'));
+    return this.ready;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await this.connection?.close().catch(() => undefined);
+  }
+
+  private async start(): Promise<BrokerClients> {
+    const connection = await connect({
+      servers: this.nats.server,
+      name: 'idempotent-orders',
+      ...(this.nats.tls ? { tls: {} } : {}),
+      ...(this.nats.user ? { user: this.nats.user, pass: this.nats.pass } : {}),
+      ...(this.nats.token ? { token: this.nats.token } : {}),
+      ...(this.nats.credsFile ? { authenticator: credsAuthenticator(readFileSync(this.nats.credsFile)) } : {}),
+      waitOnFirstConnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 1000,
+    });
+    this.connection = connection;
+    this.connected(true);
+    void this.watch(connection);
+    const jsm = await jetstreamManager(connection, { timeout: this.outbox.publishTimeoutMs });
+    await this.ensureStream(jsm);
+    return { js: jetstream(connection, { timeout: this.outbox.publishTimeoutMs }), jsm };
+  }
+
+  /** Creates the stream when missing; refuses one that contradicts; retries while the broker does not answer. */
+  private async ensureStream(jsm: JetStreamManager): Promise<void> {
+    const required = requiredStream(this.nats.stream, this.nats.replicas, this.outbox);
+    for (;;) {
+      try {
+        const info = await jsm.streams.info(required.name).catch(async (error: unknown) => {
+          if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
+          this.logger.log(
+            `Creating NATS stream ${required.name} (${required.subjects.join(', ')}, duplicate window ${required.duplicate_window / 1e9} s)`,
+          );
+          return jsm.streams.add({ ...required, storage: StorageType.File });
+        });
+        const problems = streamContradictions(info.config, required);
+        if (problems.length > 0) {
+          this.state = 'refused';
+          this.refusal = new StreamRefusedError(required.name, problems).message;
+          throw new StreamRefusedError(required.name, problems);
+        }
+        if (info.config.num_replicas !== required.num_replicas) {
+          this.logger.warn(
+            `NATS stream ${required.name} has ${info.config.num_replicas} replica(s), NATS_STREAM_REPLICAS says ${required.num_replicas}`,
+          );
+        }
+        return;
+      } catch (error) {
+        if (error instanceof StreamRefusedError || this.stopped) throw error;
+        this.metrics.jetstreamErrors.inc({ operation: 'stream', code: jetStreamErrorCode(error) });
+        this.logger.warn(`NATS stream ${required.name} not checked yet: ${(error as Error).message}`);
+        await sleep(1000);
+      }
+    }
+  }
+
+  private async watch(connection: NatsConnection): Promise<void> {
+    for await (const status of connection.status()) {
+      if (status.type === 'disconnect') this.connected(false);
+      if (status.type === 'reconnect') this.connected(true);
+    }
+  }
+
+  private connected(up: boolean): void {
+    if (this.state !== 'refused') this.state = up ? 'connected' : 'disconnected';
+    this.metrics.eventsBrokerConnected.set(up ? 1 : 0);
+    if (!up) this.logger.warn(`NATS at ${this.nats.server} disconnected: events wait in the outbox`);
+    else this.logger.log(`NATS at ${this.nats.server} connected`);
+  }
+}

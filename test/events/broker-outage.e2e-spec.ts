@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
+import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
+import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+import { readStream } from './stream-reader.js';
+
+const found = findNatsServer();
+if ('missing' in found) console.warn(`SKIPPED test/events/broker-outage: ${found.missing}`);
+const describeNats = 'missing' in found ? describe.skip : describe;
+const binary = () => (found as { binary: string }).binary;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const metric = (text: string, series: string) =>
+  Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} ([\\d.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
+
+describeNats('the broker SIGKILLed during creates (a real nats-server, restarted on its store)', () => {
+  let nats: NatsServer;
+  let t: TestApp;
+  let relay: OutboxRelay;
+
+  beforeAll(async () => {
+    nats = await startNatsServer(binary());
+    t = await startApp({ dbName: 'test_events_outage', env: { NATS_URL: nats.url, OUTBOX_PUBLISH_TIMEOUT_MS: '500' } });
+    relay = t.app.get(OutboxRelay);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await nats?.stop();
+  });
+
+  const create = (key: string) => t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', key).send(orderBody());
+  const outbox = () => t.db.collection('outbox_events');
+
+  it('creates go on (201), the backlog and the oldest age grow, ready says degraded; back on its store, every event arrives once', async () => {
+    for (let i = 0; i < 3; i++) expect((await create(`k-before-${i}`)).status).toBe(201);
+    expect(await relay.tick()).toBe(3);
+
+    await nats.kill();
+    for (let i = 0; i < 4; i++) expect((await create(`k-during-${i}`)).status).toBe(201);
+    await sleep(1100); // the oldest pending event is now more than a second old
+    expect(await relay.tick()).toBe(0);
+    const during = (await t.http().get('/metrics')).text;
+    expect(metric(during, 'outbox_backlog')).toBe(4);
+    expect(metric(during, 'outbox_oldest_pending_age_seconds')).toBeGreaterThan(1);
+    expect(metric(during, 'events_broker_connected')).toBe(0);
+    expect(metric(during, 'jetstream_errors_total{operation="publish",code="timeout"}')).toBeGreaterThan(0);
+    const ready = await t.http().get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body.info.events).toEqual({ status: 'up', transport: 'jetstream', degraded: true });
+
+    await nats.start();
+    const deadline = Date.now() + 60_000;
+    while ((await outbox().countDocuments({ status: 'pending' })) > 0) {
+      if (Date.now() > deadline) throw new Error('the backlog did not drain after the broker came back');
+      await outbox().updateMany({ status: 'pending' }, { $set: { availableAt: new Date(0) } }); // skip the backoff
+      await relay.tick();
+      await sleep(200);
+    }
+    const messages = await readStream(nats.url);
+    const ids = (await outbox().find({}).toArray()).map((event) => event._id).sort();
+    expect(messages.map((message) => message.msgId).sort()).toEqual(ids); // all 7, none twice
+    const after = (await t.http().get('/metrics')).text;
+    expect(metric(after, 'outbox_backlog')).toBe(0);
+    expect(metric(after, 'outbox_oldest_pending_age_seconds')).toBe(0);
+    expect(metric(after, 'events_broker_connected')).toBe(1);
+    expect((await t.http().get('/health/ready')).body.info.events.degraded).toBe(false);
+  });
+});
+
+describeNats('a stream whose settings contradict what the relay needs', () => {
+  let nats: NatsServer;
+
+  beforeAll(async () => {
+    nats = await startNatsServer(binary());
+    const connection = await connect({ servers: nats.url });
+    const jsm = await jetstreamManager(connection);
+    // In memory, with NATS's default 2-minute duplicate window: both contradict.
+    await jsm.streams.add({ name: 'ORDER_EVENTS', subjects: ['orders.events.>'], storage: StorageType.Memory });
+    await connection.close();
+  });
+  afterAll(async () => nats?.stop());
+
+  it('refuses to start, saying why in one line', async () => {
+    const boot = startApp({ dbName: 'test_events_refused', env: { NATS_URL: nats.url } });
+    await expect(boot).rejects.toThrow(
+      /^NATS stream ORDER_EVENTS cannot take this service's events: its storage is memory, not file .*; its duplicate window is 120 s, shorter than the \d+ s the relay's retries need\. Fix or delete the stream, or set NATS_STREAM\.$/,
+    );
+  });
+});
