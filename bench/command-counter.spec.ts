@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { OP_MSG, opMsg } from '../src/database/embedded/wire-protocol.js';
+import { OP_MSG, opMsg } from '@idempotent-orders/nest-idempotency/embedded-store';
 import { commandName, perRequest } from './command-counter.js';
 
 const message = (document: Record<string, unknown>) => {

@@ -8,7 +8,7 @@ import {
   flagBits,
   MORE_TO_COME,
   type WireMessage,
-} from '../src/database/embedded/wire-protocol.js';
+} from '@idempotent-orders/nest-idempotency/embedded-store';
 
 /** The driver's monitoring and session bookkeeping: not store work a request asked for. */
 const NOT_COUNTED = new Set(['hello', 'isMaster', 'ismaster', 'ping', 'buildInfo', 'endSessions', 'saslStart', 'saslContinue']);

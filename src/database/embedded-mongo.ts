@@ -1,9 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { delimiter, dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { SerializingProxy, type SerializingProxyStats } from './embedded/serializing-proxy.js';
+import { delimiter, join } from 'node:path';
+import { EMULATOR_PACKAGE, startEmbeddedStore, type SerializingProxyStats } from '@idempotent-orders/nest-idempotency/embedded-store';
 
 /**
  * Where the MongoDB replica set comes from, in order of preference:
@@ -39,7 +37,6 @@ export const EMULATOR_GAPS =
   'conflicts only when injected), TTL indexes never expire documents, no change streams, inserts slow down ' +
   'as a collection grows; benchmark figures on it say nothing about MongoDB';
 
-const EMULATOR_PACKAGE = '@jongodb/memory-server-bin-linux-x64-gnu';
 const FORCEABLE: MongoBackendKind[] = ['mongod', 'container', 'emulator'];
 
 export interface BackendFacts {
@@ -150,100 +147,44 @@ async function startContainer(): Promise<MongoBackend> {
 /** At or above 8.0.12 (CVE-2025-10060), as docker-compose.yml. */
 export const CONTAINER_IMAGE = 'mongo:8.0.12';
 
-function emulatorBinary(): string {
-  const require = createRequire(import.meta.url);
-  let manifest: string;
-  try {
-    manifest = require.resolve(`${EMULATOR_PACKAGE}/package.json`);
-  } catch {
-    throw new Error(
-      `No MongoDB available: set MONGODB_URI to a replica set, install mongod (or set MONGOMS_SYSTEM_BINARY), ` +
-        `or install the optional emulator package ${EMULATOR_PACKAGE} (linux-x64 only).`,
-    );
-  }
-  return join(dirname(manifest), 'bin', 'jongodb');
-}
-
 /**
- * The emulator behind the serializing proxy: it loses committed writes when
- * transactions overlap, so it only ever sees them one at a time.
- * EMULATOR_WRITE_CONFLICT_RATE (0..1) makes the proxy answer that share of
- * transactional writes with a real-shaped WriteConflict.
+ * The emulator behind the serializing proxy (the package's embedded store): it
+ * loses committed writes when transactions overlap, so it only ever sees them
+ * one at a time. EMULATOR_WRITE_CONFLICT_RATE (0..1) makes the proxy answer
+ * that share of transactional writes with a real-shaped WriteConflict.
  */
 async function startSerializedEmulator(env: NodeJS.ProcessEnv): Promise<MongoBackend> {
   const writeConflictRate = Number(env.EMULATOR_WRITE_CONFLICT_RATE ?? 0);
   if (!(writeConflictRate >= 0 && writeConflictRate < 1)) {
     throw new Error(`EMULATOR_WRITE_CONFLICT_RATE must be a number in [0, 1) (got "${env.EMULATOR_WRITE_CONFLICT_RATE}")`);
   }
-  const child = spawnTiedToUs(emulatorBinary(), ['--port=0', '--topology-profile=singleNodeReplicaSet']);
-  // The emulator reports every client disconnect on stderr; pass the rest through.
-  createInterface({ input: child.stderr! }).on('line', (line) => {
-    if (!/tcp client io failure/.test(line)) process.stderr.write(`[jongodb] ${line}\n`);
-  });
-  const emulatorUri = await readReadyLine(child);
-  const [, host, port] = /^mongodb:\/\/([^:/]+):(\d+)/.exec(emulatorUri) ?? [];
-  const proxy = await SerializingProxy.start({ upstream: { host, port: Number(port) }, writeConflictRate });
-  let stopping = false;
+  if (!emulatorInstalled()) {
+    throw new Error(
+      `No MongoDB available: set MONGODB_URI to a replica set, install mongod (or set MONGOMS_SYSTEM_BINARY), ` +
+        `or install the optional emulator package ${EMULATOR_PACKAGE} (linux-x64 only).`,
+    );
+  }
+  const store = await startEmbeddedStore({ writeConflictRate });
   const conflicts = writeConflictRate > 0 ? `, ${Math.round(writeConflictRate * 100)}% write conflicts injected` : '';
   return {
     kind: 'emulator',
-    uri: proxy.clientUri(emulatorUri),
-    unserializedUri: emulatorUri,
-    proxyStats: proxy.stats,
-    serverPid: child.pid,
+    uri: store.uri,
+    unserializedUri: store.unserializedUri,
+    proxyStats: store.stats,
+    serverPid: store.serverPid,
     description: `EMULATOR (transactions serialized${conflicts}): jongodb single-node replica set behind the serializing proxy`,
-    onUnexpectedExit: (listener) => {
-      child.once('exit', (code, signal) => stopping || listener(`jongodb emulator exited (${signal ?? `code ${code}`})`));
-    },
-    stop: async () => {
-      stopping = true;
-      await proxy.close();
-      await stopChild(child);
-    },
+    onUnexpectedExit: (listener) => store.onUnexpectedExit(listener),
+    stop: () => store.stop(),
   };
 }
 
-/**
- * Spawns a server that dies with this process, even when this process is
- * SIGKILLed or exits without cleanup (a crashed test run): util-linux's
- * setpriv asks the kernel for SIGKILL on parent death. Without setpriv
- * (not Linux), a plain spawn.
- */
-function spawnTiedToUs(binary: string, args: string[]): ChildProcess {
-  const options = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] };
-  if (!existsSync(SETPRIV)) return spawn(binary, args, options);
-  // A process group of its own: Ctrl-C (or a SIGTERM to our group) reaches the service, which drains and
-  // exits, and not the store under it first (which made every Ctrl-C log "stopped on its own" and exit 1).
-  // It still dies with us: the kernel's SIGKILL on our death.
-  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args], { ...options, detached: true });
-}
-
-const SETPRIV = '/usr/bin/setpriv';
-
-function readReadyLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('jongodb emulator did not start within 10 s')), 10_000);
-    const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
-      const match = /^JONGODB_URI=(\S+)/.exec(line);
-      if (!match) return;
-      clearTimeout(timer);
-      resolve(match[1]);
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`jongodb emulator exited early with code ${code}`));
-    });
-  });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 2000).unref();
-  });
+function emulatorInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve(`${EMULATOR_PACKAGE}/package.json`);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

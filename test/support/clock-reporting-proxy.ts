@@ -8,7 +8,7 @@
 // clock offset: several of them in front of one server stand for the routers
 // of a cluster whose hosts' clocks disagree.
 import net from 'node:net';
-import { MessageFramer, replyOf, withReplyDocument, type WireMessage } from '../../src/database/embedded/wire-protocol.js';
+import { MessageFramer, replyOf, withReplyDocument, type WireMessage } from '@idempotent-orders/nest-idempotency/embedded-store';
 
 export interface ClockReportingProxy {
   /** `upstreamUri` pointed at the proxy. */

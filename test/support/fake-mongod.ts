@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { BSON } from 'mongodb';
-import { commandOf, MessageFramer, opMsg, OP_QUERY, replyOf, type WireMessage } from '../../src/database/embedded/wire-protocol.js';
+import { commandOf, MessageFramer, opMsg, OP_QUERY, replyOf, type WireMessage } from '@idempotent-orders/nest-idempotency/embedded-store';
 
 /**
  * A wire-protocol peer for the serializing proxy's own tests: it records every

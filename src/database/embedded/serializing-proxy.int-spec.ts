@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MongoClient } from 'mongodb';
 import { onEmulator, unserializedEmulatorUri } from '../../../test/support/backend.js';
-import { SerializingProxy } from './serializing-proxy.js';
+import { SerializingProxy } from '@idempotent-orders/nest-idempotency/embedded-store';
 
 const CONCURRENT = 20;
 

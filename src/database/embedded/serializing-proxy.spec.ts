@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { FakeMongod, inTransaction, newSessionId, RawClient } from '../../../test/support/fake-mongod.js';
-import { SerializingProxy, type SerializingProxyOptions } from './serializing-proxy.js';
+import { SerializingProxy, type SerializingProxyOptions } from '@idempotent-orders/nest-idempotency/embedded-store';
 
 /**
  * The proxy against a peer that records what reaches it: who gets through,

@@ -6,6 +6,23 @@ import { createInterface } from 'node:readline';
 import { SerializingProxy, type SerializingProxyStats } from './serializing-proxy.js';
 
 export { SerializingProxy, type SerializingProxyOptions, type SerializingProxyStats } from './serializing-proxy.js';
+/**
+ * The wire-protocol pieces the proxy is made of, for tools that read or rewrite
+ * MongoDB's wire (a command counter, a proxy that injects faults in tests).
+ */
+export {
+  commandOf,
+  flagBits,
+  helloThroughProxy,
+  MessageFramer,
+  MORE_TO_COME,
+  OP_MSG,
+  OP_QUERY,
+  opMsg,
+  replyOf,
+  withReplyDocument,
+  type WireMessage,
+} from './wire-protocol.js';
 
 /**
  * The npm package that holds the jongodb emulator's binary (an optional peer:
@@ -34,6 +51,10 @@ export interface EmbeddedStore {
   uri: string;
   /** What the serializing proxy did so far. */
   stats: SerializingProxyStats;
+  /** The emulator's own address, past the proxy: only to show what the proxy prevents (never connect through it otherwise). */
+  unserializedUri: string;
+  /** The emulator's process id, for tests that freeze or kill the store. */
+  serverPid: number | undefined;
   /** Called if the emulator dies on its own (not through `stop`). */
   onUnexpectedExit(listener: (reason: string) => void): void;
   stop(): Promise<void>;
@@ -68,6 +89,8 @@ export async function startEmbeddedStore(options: EmbeddedStoreOptions = {}): Pr
     // Polling heartbeats: the emulator answers no streaming (awaitable) hello, which drivers use by default on a replica set.
     uri: `${proxy.clientUri(emulatorUri)}&serverMonitoringMode=poll`,
     stats: proxy.stats,
+    unserializedUri: emulatorUri,
+    serverPid: child.pid,
     onUnexpectedExit: (listener) => {
       child.once('exit', (code, signal) => stopping || listener(`jongodb emulator exited (${signal ?? `code ${code}`})`));
     },
