@@ -94,6 +94,8 @@ export interface StoreCounts {
   transactionsPerRequest: number;
   /** Aborted transactions per request (retries, failures). */
   abortsPerRequest: number;
+  /** The same commands by name, per request (idle polling not subtracted); absent in older files. */
+  byName?: Record<string, number>;
 }
 
 /** What a ratio divides: throughput, or the service's CPU cost per request. */
@@ -582,6 +584,15 @@ export function formatRatioLine(ratio: Ratio): string {
   return `  ${ratio.label.padEnd(34)} ${value.padStart(6)}   (${ratio.numerator} / ${ratio.denominator})${target}`;
 }
 
+/** `find orders 1.0, insert orders 1.0, ...`, largest first: which commands a request sent (0.05 and under left out). */
+export function formatByName(byName: Readonly<Record<string, number>>): string {
+  return Object.entries(byName)
+    .filter(([, count]) => count > 0.05)
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+    .map(([name, count]) => `${name} ${count.toFixed(1)}`)
+    .join(', ');
+}
+
 /** Store commands and transactions per request, for the rows that counted them. */
 export function formatStoreCounts(scenarios: readonly ScenarioResult[]): string[] {
   const counted = scenarios.filter((scenario) => scenario.store);
@@ -592,7 +603,8 @@ export function formatStoreCounts(scenarios: readonly ScenarioResult[]): string[
       const store = scenario.store!;
       return (
         `  ${`${scenario.title} (c${scenario.concurrency})`.padEnd(50)} ${store.commandsPerRequest.toFixed(1).padStart(5)} commands, ` +
-        `${store.transactionsPerRequest.toFixed(2)} transactions, ${store.abortsPerRequest.toFixed(2)} aborted`
+        `${store.transactionsPerRequest.toFixed(2)} transactions, ${store.abortsPerRequest.toFixed(2)} aborted` +
+        (store.byName ? `\n      ${formatByName(store.byName)}` : '')
       );
     }),
     '',
@@ -765,7 +777,13 @@ function parseStore(value: unknown, path: string): StoreCounts | null {
     commandsPerRequest: number(store.commandsPerRequest, `${path}.commandsPerRequest`),
     transactionsPerRequest: number(store.transactionsPerRequest, `${path}.transactionsPerRequest`),
     abortsPerRequest: number(store.abortsPerRequest, `${path}.abortsPerRequest`),
+    ...(store.byName === undefined ? {} : { byName: parseCounts(store.byName, `${path}.byName`) }),
   };
+}
+
+function parseCounts(value: unknown, path: string): Record<string, number> {
+  const counts = object(value, path);
+  return Object.fromEntries(Object.entries(counts).map(([name, count]) => [name, number(count, `${path}.${name}`)]));
 }
 
 function parseRefunds(value: unknown, path: string): RefundFigures | null {

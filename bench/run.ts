@@ -295,6 +295,7 @@ function storeMeter(target: ServiceProcess): (requests: number) => { store?: Sto
         commandsPerRequest: Math.max(0, counts.commands - idle),
         transactionsPerRequest: counts.transactions,
         abortsPerRequest: counts.aborts,
+        byName: counts.byName,
       },
     };
   };
