@@ -5,6 +5,7 @@
  */
 import type { MongoBackendKind } from '../src/database/embedded-mongo.js';
 import { formatPeerComparison } from './peers-report.js';
+import { formatSpread, MIN_ROUNDS, roundRatios, spreadOf, verdictOf, type RatioSpread, type RoundFigures, type Verdict } from './spread.js';
 
 export const RESULTS_SCHEMA_VERSION = 2;
 
@@ -54,6 +55,11 @@ export interface ScenarioResult {
   refunds?: RefundFigures | null;
   /** The webhook row: events sent, duplicates among them, and the effects counted in the store (absent elsewhere). */
   webhooks?: WebhookFigures | null;
+  /**
+   * A row measured in interleaved rounds (bench/rounds.ts): each round's own figures, in order; the
+   * row's figures above are all rounds together. Absent for one-window rows and in older files.
+   */
+  rounds?: RoundFigures[];
   check: CheckResult | null;
 }
 
@@ -107,10 +113,20 @@ export interface Ratio {
   basis: RatioBasis;
   numerator: string;
   denominator: string;
-  /** numerator's req/s (or CPU ms per request) divided by the denominator's; null when either is missing or zero. */
+  /**
+   * numerator's req/s (or CPU ms per request) divided by the denominator's; null when either is
+   * missing or zero. For rows measured in the same interleaved rounds: the median of the per-round ratios.
+   */
   value: number | null;
   /** The goal set for this ratio (bench/README.md), if any: value <= max, or value >= min. */
   target: { max?: number; min?: number } | null;
+  /** Rows measured in the same rounds: every round's ratio, their median and range (bench/spread.ts). */
+  spread?: RatioSpread;
+  /**
+   * Against the target: from the range with at least MIN_ROUNDS rounds (`unsettled` when it
+   * straddles the target); from the one value otherwise (`met` / `missed`, marked one window when printed).
+   */
+  verdict?: Verdict | null;
 }
 
 export interface BenchResults {
@@ -228,11 +244,21 @@ export function computeRatios(scenarios: readonly ScenarioResult[], definitions:
     return basis === 'cpu' ? scenario?.cpuMsPerRequest : scenario?.reqPerSec;
   };
   return definitions.map((definition) => {
+    const perRound = roundRatios(byId.get(definition.numerator)?.rounds, byId.get(definition.denominator)?.rounds, definition.basis);
+    if (perRound && perRound.length > 1) {
+      const spread = spreadOf(perRound);
+      const verdict = perRound.length >= MIN_ROUNDS ? verdictOf(spread, definition.target) : oneValueVerdict(spread.median, definition.target);
+      return { ...definition, value: spread.median, spread, verdict };
+    }
     const top = metric(definition.numerator, definition.basis);
     const bottom = metric(definition.denominator, definition.basis);
     const value = top === undefined || top === null || bottom === undefined || bottom === null || bottom <= 0 ? null : top / bottom;
-    return { ...definition, value };
+    return { ...definition, value, verdict: value === null ? null : oneValueVerdict(value, definition.target) };
   });
+}
+
+function oneValueVerdict(value: number, target: Ratio['target']): Verdict | null {
+  return verdictOf({ min: value, max: value }, target);
 }
 
 /** Null when the ratio has no target or no value. */
@@ -576,12 +602,26 @@ export function formatScenarioRow(scenario: ScenarioResult): string {
   ]);
 }
 
+const VERDICT_TEXT: Record<Verdict, string> = { met: 'met', missed: 'MISSED', unsettled: 'UNSETTLED' };
+
+/**
+ * `replay / GET (c4)  1.41 (1.30-1.62, 5 rounds) (replay-c4 / get-c4)   target <= 1.5: UNSETTLED`;
+ * a ratio of one window each is judged on its one value and says so (`met, 1 window`).
+ */
 export function formatRatioLine(ratio: Ratio): string {
-  const value = ratio.value === null ? 'n/a' : ratio.value.toFixed(2);
-  const met = targetMet(ratio);
+  const value = ratio.value === null ? 'n/a' : ratio.spread ? formatSpread(ratio.spread) : ratio.value.toFixed(2);
+  const verdict = ratio.verdict === undefined ? verdictFromValue(ratio) : ratio.verdict;
   const goal = ratio.target?.max !== undefined ? `<= ${ratio.target.max}` : `>= ${ratio.target?.min}`;
-  const target = met === null ? (ratio.target ? `   target ${goal}: n/a` : '') : `   target ${goal}: ${met ? 'met' : 'MISSED'}`;
+  const judged = ratio.spread && ratio.spread.rounds.length >= MIN_ROUNDS;
+  const verdictText = verdict === null ? 'n/a' : `${VERDICT_TEXT[verdict]}${judged ? '' : `, ${ratio.spread ? `${ratio.spread.rounds.length} rounds` : '1 window'}`}`;
+  const target = ratio.target ? `   target ${goal}: ${verdictText}` : '';
   return `  ${ratio.label.padEnd(34)} ${value.padStart(6)}   (${ratio.numerator} / ${ratio.denominator})${target}`;
+}
+
+/** Files written before verdicts were: met or missed from the one value. */
+function verdictFromValue(ratio: Ratio): Verdict | null {
+  const met = targetMet(ratio);
+  return met === null ? null : met ? 'met' : 'missed';
 }
 
 /** `find orders 1.0, insert orders 1.0, ...`, largest first: which commands a request sent (0.05 and under left out). */
@@ -766,6 +806,7 @@ function parseScenario(value: unknown, path: string): ScenarioResult {
     ...(s.store === undefined ? {} : { store: parseStore(s.store, `${path}.store`) }),
     ...(s.refunds === undefined ? {} : { refunds: parseRefunds(s.refunds, `${path}.refunds`) }),
     ...(s.webhooks === undefined ? {} : { webhooks: parseWebhooks(s.webhooks, `${path}.webhooks`) }),
+    ...(s.rounds === undefined ? {} : { rounds: array(s.rounds, `${path}.rounds`).map((r, i) => parseRound(r, `${path}.rounds[${i}]`)) }),
     check: parseCheck(s.check, `${path}.check`),
   };
 }
@@ -817,6 +858,26 @@ function parseWebhooks(value: unknown, path: string): WebhookFigures | null {
   };
 }
 
+function parseRound(value: unknown, path: string): RoundFigures {
+  const r = object(value, path);
+  return {
+    requests: number(r.requests, `${path}.requests`),
+    durationSeconds: number(r.durationSeconds, `${path}.durationSeconds`),
+    reqPerSec: number(r.reqPerSec, `${path}.reqPerSec`),
+    cpuMsPerRequest: r.cpuMsPerRequest === null ? null : number(r.cpuMsPerRequest, `${path}.cpuMsPerRequest`),
+  };
+}
+
+function parseSpread(value: unknown, path: string): RatioSpread {
+  const s = object(value, path);
+  return {
+    median: number(s.median, `${path}.median`),
+    min: number(s.min, `${path}.min`),
+    max: number(s.max, `${path}.max`),
+    rounds: array(s.rounds, `${path}.rounds`).map((r, i) => number(r, `${path}.rounds[${i}]`)),
+  };
+}
+
 function parseTarget(value: unknown, path: string): Ratio['target'] {
   if (value === null) return null;
   const target = object(value, path);
@@ -836,6 +897,8 @@ function parseRatio(value: unknown, path: string): Ratio {
     numerator: string(r.numerator, `${path}.numerator`),
     denominator: string(r.denominator, `${path}.denominator`),
     value: r.value === null ? null : number(r.value, `${path}.value`),
+    ...(r.spread === undefined ? {} : { spread: parseSpread(r.spread, `${path}.spread`) }),
+    ...(r.verdict === undefined ? {} : { verdict: r.verdict === null ? null : oneOf(r.verdict, ['met', 'missed', 'unsettled'] as const, `${path}.verdict`) }),
   };
 }
 

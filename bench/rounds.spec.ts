@@ -35,6 +35,14 @@ describe('mergeRounds', () => {
     expect(mergeRounds([round(10, 1), round(30, 1)]).store).toBeUndefined();
   });
 
+  it('keeps every round its own figures, in order, for the ratios judged round by round', () => {
+    const merged = mergeRounds([round(100, 1), round(300, 0.5)]);
+    expect(merged.rounds).toEqual([
+      { requests: 100, durationSeconds: 2, reqPerSec: 50, cpuMsPerRequest: 1 },
+      { requests: 300, durationSeconds: 2, reqPerSec: 150, cpuMsPerRequest: 0.5 },
+    ]);
+  });
+
   it('returns a single round as it is and refuses none', () => {
     const only = round(5, 2);
     expect(mergeRounds([only])).toBe(only);

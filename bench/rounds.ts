@@ -1,8 +1,9 @@
 import type { LoadMeasurement } from './load.js';
 import type { StoreCounts } from './report.js';
+import type { RoundFigures } from './spread.js';
 
 /** One measured window: the load's figures, the process's CPU and store commands per request. */
-export type RoundMeasurement = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null };
+export type RoundMeasurement = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null; rounds?: RoundFigures[] };
 
 /**
  * One row's figures out of its windows in several interleaved rounds (the
@@ -37,6 +38,13 @@ export function mergeRounds(rounds: readonly RoundMeasurement[]): RoundMeasureme
           abortsPerRequest: perRequest((round) => round.store!.abortsPerRequest)!,
         };
   return {
+    // Every round's own figures stay with the row: a ratio of two rows that took turns is judged round by round (bench/spread.ts).
+    rounds: rounds.map((round) => ({
+      requests: round.requests,
+      durationSeconds: round.durationSeconds,
+      reqPerSec: round.reqPerSec,
+      cpuMsPerRequest: round.cpuMsPerRequest,
+    })),
     durationSeconds,
     requests,
     reqPerSec: durationSeconds > 0 ? requests / durationSeconds : 0,
