@@ -183,6 +183,7 @@ describe('ratios', () => {
       'replay-vs-get-cpu-c4 cpu',
       'get-vs-read-floor-cpu-c4 cpu',
       'replay-vs-read-floor-cpu-c4 cpu',
+      'replay-redis-vs-read-floor-cpu-c4 cpu',
       'get-limits-cpu-c4 cpu',
       'replay-limits-cpu-c4 cpu',
       'health-limits-cpu-c4 cpu',

@@ -157,6 +157,79 @@ export interface BenchResults {
   };
   scenarios: ScenarioResult[];
   ratios: Ratio[];
+  /** Store commands of one request at a time, at the wire (issue 47 item 4); absent in older files. */
+  wireCounts?: WireCount[];
+}
+
+/**
+ * Store commands per request of one kind, sent one at a time (no race, no retry, no window cut-off):
+ * a count that cannot be noise. The outbox relay's own commands are left out (its timer, not the request).
+ */
+export interface WireCount {
+  id: string;
+  label: string;
+  requests: number;
+  commandsPerRequest: number;
+  byName: Record<string, number>;
+  /** At most `max` (creates), or exactly `equals` (a replay, a GET). */
+  target: { max?: number; equals?: number } | null;
+}
+
+/** The outbox relay's commands (claim a batch, mark it published, its lag gauge): its timer's, not a request's. */
+export const OUTBOX_RELAY_COMMANDS: ReadonlySet<string> = new Set([
+  'findAndModify outbox_events',
+  'update outbox_events',
+  'aggregate outbox_events',
+]);
+
+/** Issue 47's counts: 19 or fewer per create (22 before it); one per replay from MongoDB, none from Redis; one per GET. */
+export const WIRE_TARGETS = {
+  create: { max: 19 },
+  replayMongo: { equals: 1 },
+  replayRedis: { equals: 0 },
+  get: { equals: 1 },
+} as const;
+
+/** A wire count from the commands `byName` sent over `requests` requests, the relay's left out. */
+export function wireCount(
+  id: string,
+  label: string,
+  requests: number,
+  sent: Readonly<Record<string, number>>,
+  target: WireCount['target'],
+): WireCount {
+  const byName = Object.fromEntries(
+    Object.entries(sent)
+      .filter(([name, count]) => !OUTBOX_RELAY_COMMANDS.has(name) && count > 0)
+      .map(([name, count]) => [name, count / requests]),
+  );
+  const commandsPerRequest = Object.values(byName).reduce((total, count) => total + count, 0);
+  return { id, label, requests, commandsPerRequest, byName, target };
+}
+
+/** Null without a target. */
+export function wireCountMet(count: WireCount): boolean | null {
+  if (!count.target) return null;
+  const value = Math.round(count.commandsPerRequest * 100) / 100;
+  if (count.target.equals !== undefined) return value === count.target.equals;
+  return count.target.max === undefined || value <= count.target.max;
+}
+
+export function formatWireCounts(counts: readonly WireCount[] | undefined): string[] {
+  if (!counts || counts.length === 0) return [];
+  return [
+    'Store commands per request, one request at a time (counted at the wire; the outbox relay left out):',
+    ...counts.map((count) => {
+      const met = wireCountMet(count);
+      const goal = count.target?.equals !== undefined ? `= ${count.target.equals}` : `<= ${count.target?.max}`;
+      const target = met === null ? '' : `   target ${goal}: ${met ? 'met' : 'MISSED'}`;
+      return (
+        `  ${`${count.label} (${count.requests} requests)`.padEnd(50)} ${count.commandsPerRequest.toFixed(2).padStart(6)}${target}` +
+        `\n      ${formatByName(count.byName)}`
+      );
+    }),
+    '',
+  ];
 }
 
 type RatioDefinition = Omit<Ratio, 'value'>;
@@ -221,6 +294,15 @@ export function ratioDefinitions(concurrencies: readonly number[], replayConcurr
   const floor = scenarioId.readFloor(r);
   ratio(`get-vs-read-floor-cpu-c${r}`, `GET / read floor (c${r})`, 'cpu', scenarioId.get(r), floor, TARGETS.readVsFloorCpu);
   ratio(`replay-vs-read-floor-cpu-c${r}`, `replay / read floor (c${r})`, 'cpu', scenarioId.replay(r), floor, TARGETS.readVsFloorCpu);
+  // --redis: the Redis service's replay against the read floor rounds of the same step (issue 47 item 2).
+  ratio(
+    `replay-redis-vs-read-floor-cpu-c${r}`,
+    `replay, Redis / read floor (c${r})`,
+    'cpu',
+    `${scenarioId.replay(r)}${REDIS_ID_SUFFIX}`,
+    `${floor}${REDIS_ID_SUFFIX}`,
+    TARGETS.readVsFloorCpu,
+  );
   ratio(`get-limits-cpu-c${r}`, `GET limits on / off (c${r})`, 'cpu', scenarioId.get(r), scenarioId.getLimitsOff(r));
   ratio(`replay-limits-cpu-c${r}`, `replay limits on / off (c${r})`, 'cpu', scenarioId.replay(r), scenarioId.replayLimitsOff(r));
   ratio(`health-limits-cpu-c${r}`, `/health/live limits on / off (c${r})`, 'cpu', scenarioId.health(r), scenarioId.healthLimitsOff(r));
@@ -705,6 +787,7 @@ export function formatReport(results: BenchResults): string {
     'Ratios (service CPU per request; lower is cheaper):',
     ...results.ratios.filter((ratio) => ratio.basis === 'cpu').map(formatRatioLine),
     '',
+    ...formatWireCounts(results.wireCounts),
     ...formatStoreCounts(results.scenarios),
     ...formatRefundFigures(results.scenarios),
     ...formatWebhookFigures(results.scenarios),
@@ -957,6 +1040,25 @@ export function parseResults(json: string): BenchResults {
     },
     scenarios,
     ratios: array(root.ratios, '$.ratios').map((r, i) => parseRatio(r, `$.ratios[${i}]`)),
+    ...(root.wireCounts === undefined
+      ? {}
+      : { wireCounts: array(root.wireCounts, '$.wireCounts').map((w, i) => parseWireCount(w, `$.wireCounts[${i}]`)) }),
+  };
+}
+
+function parseWireCount(value: unknown, path: string): WireCount {
+  const w = object(value, path);
+  const target = w.target === null ? null : object(w.target, `${path}.target`);
+  return {
+    id: string(w.id, `${path}.id`),
+    label: string(w.label, `${path}.label`),
+    requests: number(w.requests, `${path}.requests`),
+    commandsPerRequest: number(w.commandsPerRequest, `${path}.commandsPerRequest`),
+    byName: parseCounts(w.byName, `${path}.byName`),
+    target: target && {
+      ...(target.max === undefined ? {} : { max: number(target.max, `${path}.target.max`) }),
+      ...(target.equals === undefined ? {} : { equals: number(target.equals, `${path}.target.equals`) }),
+    },
   };
 }
 

@@ -164,10 +164,16 @@ export class BenchStore {
     }
   }
 
+  /** The twin's database (bench/peers/ours-pkg.ts): our package binds a database to one service name. */
+  get twinDb(): Db {
+    return this.client.db(twinDbName(this.db.databaseName));
+  }
+
   /** Only for a MONGODB_URI backend (ephemeral ones vanish on stop); the emulator has no dropDatabase. */
   async dropBenchDatabases(): Promise<void> {
     await this.db.dropDatabase().catch(() => undefined);
     await this.simulatorDb.dropDatabase().catch(() => undefined);
+    await this.twinDb.dropDatabase().catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -329,3 +335,6 @@ function claimDocuments(clientKey: string) {
   };
   return { record, order };
 }
+
+/** The twin's own database beside the run's: its records are bound to its service name, not the orders service's. */
+export const twinDbName = (benchDbName: string) => `${benchDbName}_twin`;
