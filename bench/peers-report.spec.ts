@@ -274,7 +274,12 @@ describe('peerInstallProblems', () => {
 
 describe('the twin: the peer app with our package (issue 47 item 1)', () => {
   const rounds = (cpu: number[]) => cpu.map((cpuMsPerRequest) => ({ requests: 100, durationSeconds: 2, reqPerSec: 50, cpuMsPerRequest }));
-  const replay = { requests: 100, errors: 0, statusCounts: { '201': 100 }, store: { commandsPerRequest: 0, transactionsPerRequest: 0, abortsPerRequest: 0 } };
+  const replay = {
+    requests: 100,
+    errors: 0,
+    statusCounts: { '201': 100 },
+    store: { commandsPerRequest: 0, transactionsPerRequest: 0, abortsPerRequest: 0 },
+  };
 
   it('passes a replay answered from Redis with no MongoDB command, and fails one that read MongoDB or never touched Redis', () => {
     const tally = { replayed: 100, other: 0 };

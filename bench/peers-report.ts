@@ -107,7 +107,9 @@ export function twinReplayCheck(
   if (redisCalls === 0) problems.push('redis-server served nothing: the replays did not come from Redis');
   const perReplay = measured.requests > 0 ? (redisCalls / measured.requests).toFixed(2) : '0';
   const counted = `over ${keys} keys; twin orders ${orders.before} -> ${orders.after}; MongoDB ${mongo === null ? 'n/a' : mongo.toFixed(2)}, Redis ${perReplay} commands per replay`;
-  return problems.length === 0 ? { ok: true, detail: `all 201 + Idempotent-Replayed ${counted}` } : { ok: false, detail: `${problems.join('; ')} ${counted}` };
+  return problems.length === 0
+    ? { ok: true, detail: `all 201 + Idempotent-Replayed ${counted}` }
+    : { ok: false, detail: `${problems.join('; ')} ${counted}` };
 }
 
 /** What the first-request run saw: 201s that were not replays, and every other answer. */

@@ -106,7 +106,10 @@ export async function peerRows(run: PeerRun): Promise<ScenarioResult[]> {
     // Its whole message: the twin is our code, and its last output says why it did not start.
     if (twin instanceof Error) console.log(`  peers: the twin's rows are skipped - ${twin.message}`);
     // Idle CPU again once all have booted (as run.ts does for ours before each step): sampled at a boot, it is the boot's tail.
-    const up = [...started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : [])), ...(twin && !(twin instanceof Error) ? [twin] : [])];
+    const up = [
+      ...started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : [])),
+      ...(twin && !(twin instanceof Error) ? [twin] : []),
+    ];
     const idle = await resampleIdleCpu(up);
     run.progress(`  peers: idle CPU ${idle.map((rate) => rate.toFixed(1)).join(' / ')} ms per second`);
     const rows: ScenarioResult[] = [];
@@ -238,7 +241,8 @@ async function twinAgainstPeer(run: PeerRun, peer: ServiceProcess, twin: Service
 
   const loads = run.rounds + (run.warmupSeconds > 0 ? 1 : 0);
   const merged = (windows: Windows) => mergeRounds(windows.map((w) => w.measured));
-  const sum = (windows: Windows, pick: (redis: Windows[number]['redis']) => number) => windows.reduce((total, w) => total + pick(w.redis), 0);
+  const sum = (windows: Windows, pick: (redis: Windows[number]['redis']) => number) =>
+    windows.reduce((total, w) => total + pick(w.redis), 0);
   const peerReplay = merged(replays.peer);
   const twinReplay = merged(replays.twin);
   const peerFirst = merged(firsts.peer);
@@ -253,7 +257,13 @@ async function twinAgainstPeer(run: PeerRun, peer: ServiceProcess, twin: Service
       title: twinTitle.replay,
       concurrency: c,
       ...twinReplay,
-      check: twinReplayCheck(twinReplay, replayTally.twin, keys.twin.length, orders('twin', beforeReplays, afterReplays), sum(replays.twin, (r) => r.total)),
+      check: twinReplayCheck(
+        twinReplay,
+        replayTally.twin,
+        keys.twin.length,
+        orders('twin', beforeReplays, afterReplays),
+        sum(replays.twin, (r) => r.total),
+      ),
     },
     {
       id: peerScenarioId.replay('redis', c),

@@ -241,7 +241,9 @@ describe('ratios of rows measured in interleaved rounds (issue 47)', () => {
     expect(ratio.spread?.min).toBeCloseTo(1.2);
     expect(ratio.spread?.max).toBeCloseTo(1.44);
     expect(ratio.verdict).toBe('met');
-    expect(formatRatioLine(ratio)).toMatch(/replay \/ GET \(c16\)\s+1\.30 \(1\.20-1\.44, 5 rounds\)\s+\(replay-c16 \/ get-c16\)\s+target <= 1\.5: met$/);
+    expect(formatRatioLine(ratio)).toMatch(
+      /replay \/ GET \(c16\)\s+1\.30 \(1\.20-1\.44, 5 rounds\)\s+\(replay-c16 \/ get-c16\)\s+target <= 1\.5: met$/,
+    );
   });
 
   it('is unsettled when its range straddles the target, and missed when all of it is past the target', () => {
@@ -281,7 +283,9 @@ describe('table', () => {
     expect(text).toContain('Ratios (req/s):');
     expect(text).toMatch(/create \/ floor \(c16\)\s+0\.25 {3}\(create-c16 \/ floor-c16\) {3}target >= 0\.6: MISSED, 1 window/);
     expect(text).toContain('Ratios (service CPU per request; lower is cheaper):');
-    expect(text).toMatch(/layer on \/ layer off \(c16\)\s+1\.15 {3}\(create-c16 \/ create-layer-off-c16\) {3}target <= 1\.15: met, 1 window/);
+    expect(text).toMatch(
+      /layer on \/ layer off \(c16\)\s+1\.15 {3}\(create-c16 \/ create-layer-off-c16\) {3}target <= 1\.15: met, 1 window/,
+    );
     expect(text).toMatch(/replay \/ GET \(c16\)\s+1\.20 {3}\(replay-c16 \/ get-c16\) {3}target <= 1\.5: met, 1 window/);
     expect(text).toMatch(/layer on \/ layer off \(c64\)\s+0\.63/);
     expect(text).toMatch(/replay \/ create \(c16\)\s+6\.00/);

@@ -329,7 +329,8 @@ export function computeRatios(scenarios: readonly ScenarioResult[], definitions:
     const perRound = roundRatios(byId.get(definition.numerator)?.rounds, byId.get(definition.denominator)?.rounds, definition.basis);
     if (perRound && perRound.length > 1) {
       const spread = spreadOf(perRound);
-      const verdict = perRound.length >= MIN_ROUNDS ? verdictOf(spread, definition.target) : oneValueVerdict(spread.median, definition.target);
+      const verdict =
+        perRound.length >= MIN_ROUNDS ? verdictOf(spread, definition.target) : oneValueVerdict(spread.median, definition.target);
       return { ...definition, value: spread.median, spread, verdict };
     }
     const top = metric(definition.numerator, definition.basis);
@@ -695,7 +696,10 @@ export function formatRatioLine(ratio: Ratio): string {
   const verdict = ratio.verdict === undefined ? verdictFromValue(ratio) : ratio.verdict;
   const goal = ratio.target?.max !== undefined ? `<= ${ratio.target.max}` : `>= ${ratio.target?.min}`;
   const judged = ratio.spread && ratio.spread.rounds.length >= MIN_ROUNDS;
-  const verdictText = verdict === null ? 'n/a' : `${VERDICT_TEXT[verdict]}${judged ? '' : `, ${ratio.spread ? `${ratio.spread.rounds.length} rounds` : '1 window'}`}`;
+  const verdictText =
+    verdict === null
+      ? 'n/a'
+      : `${VERDICT_TEXT[verdict]}${judged ? '' : `, ${ratio.spread ? `${ratio.spread.rounds.length} rounds` : '1 window'}`}`;
   const target = ratio.target ? `   target ${goal}: ${verdictText}` : '';
   return `  ${ratio.label.padEnd(34)} ${value.padStart(6)}   (${ratio.numerator} / ${ratio.denominator})${target}`;
 }
@@ -981,7 +985,9 @@ function parseRatio(value: unknown, path: string): Ratio {
     denominator: string(r.denominator, `${path}.denominator`),
     value: r.value === null ? null : number(r.value, `${path}.value`),
     ...(r.spread === undefined ? {} : { spread: parseSpread(r.spread, `${path}.spread`) }),
-    ...(r.verdict === undefined ? {} : { verdict: r.verdict === null ? null : oneOf(r.verdict, ['met', 'missed', 'unsettled'] as const, `${path}.verdict`) }),
+    ...(r.verdict === undefined
+      ? {}
+      : { verdict: r.verdict === null ? null : oneOf(r.verdict, ['met', 'missed', 'unsettled'] as const, `${path}.verdict`) }),
   };
 }
 

@@ -62,8 +62,7 @@ export function spreadOf(values: readonly number[]): RatioSpread {
  */
 export function verdictOf(spread: Pick<RatioSpread, 'min' | 'max'>, target: { max?: number; min?: number } | null): Verdict | null {
   if (!target || (target.max === undefined && target.min === undefined)) return null;
-  const within = (value: number) =>
-    (target.max === undefined || value <= target.max) && (target.min === undefined || value >= target.min);
+  const within = (value: number) => (target.max === undefined || value <= target.max) && (target.min === undefined || value >= target.min);
   const low = within(spread.min);
   const high = within(spread.max);
   if (low && high) return 'met';

@@ -141,7 +141,10 @@ describe('half-applied state: adopt what is exactly ours, surface the rest', () 
     await post('k-partial-journal').expect(500);
     expect(await metric('idempotency_state_conflicts_total{operation="orders.create",what="journal"}')).toBe(1);
     const view = await t.http().get('/v1/idempotency-keys/k-partial-journal').set(auth()).expect(200);
-    expect(view.body.records[0]).toMatchObject({ status: 'pending', conflict: { what: 'journal', detail: expect.stringMatching(/2 of its 4 lines exist/) } });
+    expect(view.body.records[0]).toMatchObject({
+      status: 'pending',
+      conflict: { what: 'journal', detail: expect.stringMatching(/2 of its 4 lines exist/) },
+    });
     expect(await t.db.collection('ledger_entries').countDocuments()).toBe(2);
     expect(await theOrder()).toMatchObject({ state: 'charged' });
     expect(await t.db.collection('outbox_events').countDocuments()).toBe(0);
