@@ -75,6 +75,12 @@ const peerCollection = (storage: PeerStorage) => `peer_node_idempotency_${storag
 /** The twin's entry point, built by the root build from bench/peers/ours-pkg.ts. */
 const twinScript = (root: string) => join(root, 'dist', 'bench', 'peers', 'ours-pkg.js');
 const TWIN_COLLECTION = 'twin_ours_pkg_orders';
+/**
+ * First-request windows last at least this long: on the emulator the twin's first requests queue at
+ * about 1 s each at c4 (bench/README.md, issue 47), and a 2 s window of a handful of requests would
+ * be mostly idle CPU left out.
+ */
+const FIRST_REQUEST_MIN_SECONDS = 6;
 const INSTALL_TIMEOUT_MS = 5 * 60_000;
 
 /** The peer's rows (none, with the reason printed, when it cannot be installed or started). */
@@ -178,14 +184,14 @@ async function twinAgainstPeer(run: PeerRun, peer: ServiceProcess, twin: Service
     twin: await run.seed(twin, `${run.runId}-twin`, run.replayKeys, Math.min(4, c)),
   };
   const keys = { peer: seeded.peer.map((order) => order.key), twin: seeded.twin.map((order) => order.key) };
-  const window = async (target: ServiceProcess, requests: RequestSpec[], label: string, round: number) => {
+  const window = async (target: ServiceProcess, requests: RequestSpec[], label: string, round: number, seconds = run.durationSeconds) => {
     const load = (durationSeconds: number, labelled?: string) =>
       run.measure(target, () => runLoad({ baseUrl: target.baseUrl, connections: c, durationSeconds, requests }), labelled);
     const warmup = round === 0 ? run.warmupSeconds : 0;
-    run.progress(`  ${label} (round ${round + 1} of ${run.rounds}): ${warmup} s warm-up, ${run.durationSeconds} s measured`);
+    run.progress(`  ${label} (round ${round + 1} of ${run.rounds}): ${warmup} s warm-up, ${seconds} s measured`);
     if (warmup > 0) await load(warmup);
     const before = await redisCommandCalls(redisPort);
-    const measured = await load(run.durationSeconds, label);
+    const measured = await load(seconds, label);
     const after = await redisCommandCalls(redisPort);
     const calls = (command: string) => (after[command] ?? 0) - (before[command] ?? 0);
     const total = Object.keys(after).reduce((sum, command) => (command === 'info' ? sum : sum + calls(command)), 0);
@@ -229,7 +235,8 @@ async function twinAgainstPeer(run: PeerRun, peer: ServiceProcess, twin: Service
     for (const side of ['twin', 'peer'] as const) {
       const first = run.firstOf(`${run.runId}-${side}-first-${round}`);
       const label = `${side === 'twin' ? twinTitle.first : peerTitle.first('redis')} c${c}`;
-      firsts[side].push(await window(side === 'twin' ? twin : peer, first.requests, label, round));
+      const seconds = Math.max(run.durationSeconds, FIRST_REQUEST_MIN_SECONDS);
+      firsts[side].push(await window(side === 'twin' ? twin : peer, first.requests, label, round, seconds));
       firstTally[side].created += first.tally.created;
       firstTally[side].other += first.tally.other;
     }

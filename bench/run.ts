@@ -1396,7 +1396,10 @@ async function main(): Promise<number> {
       `  rate limits on (all but the limits-off process): ${BENCH_RATE_LIMITS.perTenantPerMinute} per tenant, ` +
         `${BENCH_RATE_LIMITS.perKeyPerMinute} per key per minute; request logging at its default level`,
     );
-    const redisService = settings.redis ? await startRedisService(serviceOptions, cleanups) : undefined;
+    // --profile: the Redis service too, so a Redis replay has its by-owner profile (issue 47 item 5).
+    const redisService = settings.redis
+      ? await startRedisService({ ...serviceOptions, ...profiled('service (layer on, Redis)') }, cleanups)
+      : undefined;
     console.log(
       `  idle CPU: ${[service, layerOff, limitsOff, floorProcess].map((p) => p.idleCpuMsPerSecond.toFixed(1)).join(' / ')} ms per second ` +
         `(left out of CPU per request)`,
@@ -1477,7 +1480,7 @@ async function main(): Promise<number> {
     writeFileSync(history, renderHistoryChart(keptRuns(dir)));
     console.log(`History chart (every run kept in bench/results/) written to ${history}`);
     if (backend.proxyStats) console.log(`Serializing proxy: ${JSON.stringify(backend.proxyStats)}`);
-    if (settings.profile) await reportProfiles([service, layerOff, floorProcess], profileDir);
+    if (settings.profile) await reportProfiles([service, layerOff, floorProcess, ...(redisService ? [redisService] : [])], profileDir);
     return runPassed(results) ? 0 : 1;
   } finally {
     await cleanup();

@@ -118,6 +118,8 @@ function twinModule(): DynamicModule {
         encryption: { current: { id: 'k1', key: randomBytes(32) } },
         digestKey: randomBytes(32),
         fastPath: redisUrl ? { url: redisUrl, namespace: `twin-${process.pid}` } : undefined,
+        // As the bench runs our service (REAPER_ENABLED=false), and the peer has none: no sweep in the windows.
+        reaper: { enabled: false },
       }),
     ],
     controllers: [OrdersController, HealthController],
