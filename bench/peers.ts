@@ -228,23 +228,29 @@ async function twinAgainstPeer(run: PeerRun, peer: ServiceProcess, twin: Service
   ];
   const got = (await window(peer, reads, `${peerTitle.get('redis')} c${c}`, 0)).measured;
 
+  // First requests: both sides start each window from empty collections, as our rows do (BenchStore.clean):
+  // on the emulator a growing collection slows every write, and the twin's records would grow by the round.
   const firsts = { peer: [] as Windows, twin: [] as Windows };
   const firstTally = { peer: { created: 0, other: 0 }, twin: { created: 0, other: 0 } };
-  const beforeFirsts = await count();
+  const inserted = { peer: 0, twin: 0 };
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 500));
   for (let round = 0; round < run.rounds; round++) {
     for (const side of ['twin', 'peer'] as const) {
+      await (side === 'twin' ? run.store.cleanTwin(TWIN_COLLECTION) : collections.peer.deleteMany({}));
       const first = run.firstOf(`${run.runId}-${side}-first-${round}`);
       const label = `${side === 'twin' ? twinTitle.first : peerTitle.first('redis')} c${c}`;
       const seconds = Math.max(run.durationSeconds, FIRST_REQUEST_MIN_SECONDS);
       firsts[side].push(await window(side === 'twin' ? twin : peer, first.requests, label, round, seconds));
+      // Requests the window's end cut off are still finishing in the process: let them land before counting.
+      await settled();
+      inserted[side] += await collections[side].countDocuments({});
       firstTally[side].created += first.tally.created;
       firstTally[side].other += first.tally.other;
     }
   }
-  // Requests the last window's end cut off are still finishing in the process: let them land before counting.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const afterFirsts = await count();
-  await Promise.all([collections.peer.deleteMany({}), collections.twin.deleteMany({})]);
+  await Promise.all([collections.peer.deleteMany({}), run.store.cleanTwin(TWIN_COLLECTION)]);
+  const beforeFirsts = { peer: 0, twin: 0 };
+  const afterFirsts = inserted;
 
   const loads = run.rounds + (run.warmupSeconds > 0 ? 1 : 0);
   const merged = (windows: Windows) => mergeRounds(windows.map((w) => w.measured));

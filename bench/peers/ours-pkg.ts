@@ -109,7 +109,14 @@ function twinModule(): DynamicModule {
   return {
     module: class TwinModule {},
     imports: [
-      MongooseModule.forRoot(env('MONGODB_URI'), { dbName: env('MONGODB_DB_NAME'), bufferCommands: false }),
+      // As src/database/database.module.ts connects our service: polling heartbeats (what the emulator supports)
+      // and the durable write concern the package's records are written with.
+      MongooseModule.forRoot(env('MONGODB_URI'), {
+        dbName: env('MONGODB_DB_NAME'),
+        bufferCommands: false,
+        serverMonitoringMode: 'poll',
+        writeConcern: { w: 'majority', j: true },
+      }),
       IdempotencyModule.forRoot({
         service: 'bench-twin',
         // One tenant: the peer has no auth, and the bench sends one API key.
