@@ -82,4 +82,43 @@ describe('chart', () => {
     expect(svg).toContain('>1.90</text>');
     expect(svg).toContain('>2.50</text>');
   });
+
+  it('draws each CPU ratio with a target as its median, a min-max whisker, the target and the verdict (issue 47)', () => {
+    const spread = { median: 1.4, min: 1.1, max: 1.9, rounds: [1.1, 1.4, 1.3, 1.9, 1.5] };
+    const run = {
+      ...results('2026-12-04T00:00:00.000Z', [scenario('replay', 100, 1)]),
+      ratios: [
+        {
+          id: 'r',
+          label: 'replay / floor',
+          basis: 'cpu' as const,
+          numerator: 'a',
+          denominator: 'b',
+          value: 1.4,
+          target: { max: 1.3 },
+          spread,
+          verdict: 'unsettled' as const,
+        },
+        {
+          id: 's',
+          label: 'single',
+          basis: 'cpu' as const,
+          numerator: 'a',
+          denominator: 'b',
+          value: 0.9,
+          target: { max: 1.3 },
+          verdict: 'met' as const,
+        },
+        { id: 'n', label: 'no target', basis: 'cpu' as const, numerator: 'a', denominator: 'b', value: 0.9, target: null },
+      ],
+    };
+    const svg = renderChart(run);
+    expect(svg).toContain('>replay / floor</text>');
+    expect(svg).toContain('1.40 (1.10-1.90, 5 rounds) unsettled');
+    expect(svg).toContain('0.90 (1 window) met');
+    expect(svg).not.toContain('>no target</text>');
+    expect(svg.match(/stroke-dasharray="3 2"/g)).toHaveLength(2);
+    // The whisker and its two end ticks.
+    expect(svg.match(/stroke="#202124"/g)).toHaveLength(3);
+  });
 });

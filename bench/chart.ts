@@ -12,7 +12,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { parseResults, type BenchResults, type ScenarioResult } from './report.js';
+import { parseResults, type BenchResults, type Ratio, type ScenarioResult } from './report.js';
 
 interface Panel {
   title: string;
@@ -46,7 +46,9 @@ export function renderChart(after: BenchResults, before?: BenchResults): string 
   }));
   const rowHeight = before ? 2 * BAR + 8 : BAR + 8;
   const top = 70;
-  const height = top + rows.length * rowHeight + 40;
+  const judged = after.ratios.filter((ratio) => ratio.basis === 'cpu' && ratio.target && ratio.value !== null);
+  const ratiosTop = top + rows.length * rowHeight + 40;
+  const height = ratiosTop + (judged.length > 0 ? 30 + judged.length * (BAR + 8) : 0) + 40;
   const width = LABEL_WIDTH + PANELS.length * (PANEL_WIDTH + GAP);
   const parts: string[] = [];
   const text = (x: number, y: number, content: string, attributes = '') =>
@@ -91,6 +93,7 @@ export function renderChart(after: BenchResults, before?: BenchResults): string 
       });
     });
   });
+  parts.push(...ratioPanel(judged, ratiosTop));
   text(
     8,
     height - 14,
@@ -104,6 +107,63 @@ export function renderChart(after: BenchResults, before?: BenchResults): string 
     '</svg>',
     '',
   ].join('\n');
+}
+
+const VERDICT_COLORS = { met: '#188038', missed: '#d93025', unsettled: '#e37400' } as const;
+
+/**
+ * The CPU ratios with a target (issue 47 item 3): a bar at the median, a whisker over the rounds'
+ * min-max, a dashed tick at the target, and the verdict - met or missed only when the whole range is
+ * on one side of the target, unsettled when it straddles it. Linear scale from 0.
+ */
+function ratioPanel(ratios: readonly Ratio[], y0: number): string[] {
+  if (ratios.length === 0) return [];
+  const parts: string[] = [];
+  const text = (x: number, y: number, content: string, attributes = '') =>
+    parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attributes}>${escape(content)}</text>`);
+  const ends = ratios.flatMap((ratio) => [ratio.value ?? 0, ratio.spread?.max ?? 0, ratio.target?.max ?? ratio.target?.min ?? 0]);
+  const max = Math.max(1, ...ends) * 1.1;
+  const x = (value: number) => LABEL_WIDTH + (value / max) * (2 * PANEL_WIDTH);
+  text(
+    LABEL_WIDTH,
+    y0 + 12,
+    'CPU ratios: median of the interleaved rounds, whisker = min-max, dashed = target',
+    'font-size="12" font-weight="bold"',
+  );
+  ratios.forEach((ratio, index) => {
+    const y = y0 + 30 + index * (BAR + 8);
+    const verdict = ratio.verdict ?? null;
+    const color = verdict ? VERDICT_COLORS[verdict] : COLORS.after;
+    text(LABEL_WIDTH - 8, y + BAR - 1, ratio.label, 'font-size="11" text-anchor="end"');
+    parts.push(
+      `<rect x="${LABEL_WIDTH}" y="${y}" width="${(x(ratio.value!) - LABEL_WIDTH).toFixed(1)}" height="${BAR}" fill="${color}" fill-opacity="0.6"/>`,
+    );
+    if (ratio.spread) {
+      const middle = (y + BAR / 2).toFixed(1);
+      parts.push(
+        `<line x1="${x(ratio.spread.min).toFixed(1)}" y1="${middle}" x2="${x(ratio.spread.max).toFixed(1)}" y2="${middle}" stroke="#202124" stroke-width="1.5"/>`,
+      );
+      for (const end of [ratio.spread.min, ratio.spread.max]) {
+        parts.push(`<line x1="${x(end).toFixed(1)}" y1="${y}" x2="${x(end).toFixed(1)}" y2="${y + BAR}" stroke="#202124"/>`);
+      }
+    }
+    const target = ratio.target?.max ?? ratio.target?.min;
+    if (target !== undefined) {
+      parts.push(
+        `<line x1="${x(target).toFixed(1)}" y1="${y - 2}" x2="${x(target).toFixed(1)}" y2="${y + BAR + 2}" stroke="#d93025" stroke-dasharray="3 2"/>`,
+      );
+    }
+    const range = ratio.spread
+      ? ` (${ratio.spread.min.toFixed(2)}-${ratio.spread.max.toFixed(2)}, ${ratio.spread.rounds.length} rounds)`
+      : ' (1 window)';
+    text(
+      x(Math.max(ratio.value!, ratio.spread?.max ?? 0, target ?? 0)) + 6,
+      y + BAR - 1,
+      `${ratio.value!.toFixed(2)}${range} ${verdict ?? ''}`,
+      'font-size="10"',
+    );
+  });
+  return parts;
 }
 
 const isPositive = (value: number | null | undefined): value is number => typeof value === 'number' && Number.isFinite(value) && value > 0;
@@ -121,6 +181,9 @@ const HISTORY_RATIOS: { prefix: string; label: string }[] = [
   { prefix: 'replay-vs-read-floor-cpu-c', label: 'replay / read floor' },
   { prefix: 'replay-vs-get-cpu-c', label: 'replay / GET' },
   { prefix: 'layer-on-vs-off-cpu-c', label: 'create, layer on / off' },
+  { prefix: 'replay-redis-vs-read-floor-cpu-c', label: 'replay, Redis / read floor' },
+  { prefix: 'ours-pkg-vs-peer-redis-replay-cpu-c', label: 'twin / peer, Redis replay' },
+  { prefix: 'ours-pkg-vs-peer-redis-first-cpu-c', label: 'twin / peer, Redis first request' },
 ];
 
 /**
@@ -155,7 +218,7 @@ export function renderHistoryChart(runs: BenchResults[]): string {
   panels.forEach((panel, p) => {
     const y0 = top + p * panelHeight;
     const target = panel.values.find((ratio) => ratio?.target?.max !== undefined)?.target?.max;
-    const measured = panel.values.map((ratio) => ratio?.value).filter(isPositive);
+    const measured = panel.values.flatMap((ratio) => [ratio?.value, ratio?.spread?.max]).filter(isPositive);
     const max = Math.max(1, target ?? 0, ...measured) * 1.1;
     const x = (value: number) => LABEL_WIDTH + (value / max) * PANEL_WIDTH;
     text(8, y0 + 14, `${panel.label}${target !== undefined ? ` (target <= ${target})` : ''}`, 'font-size="12" font-weight="bold"');
@@ -178,7 +241,20 @@ export function renderHistoryChart(runs: BenchResults[]): string {
       }
       const fill = index === sorted.length - 1 ? COLORS.after : COLORS.before;
       parts.push(`<rect x="${LABEL_WIDTH}" y="${y}" width="${(x(value) - LABEL_WIDTH).toFixed(1)}" height="${BAR}" fill="${fill}"/>`);
-      text(x(value) + 4, y + BAR - 1, value.toFixed(2), 'font-size="10"');
+      // A run that measured the ratio in rounds: its min-max as a whisker (issue 47).
+      const spread = panel.values[index]?.spread;
+      if (spread) {
+        const middle = (y + BAR / 2).toFixed(1);
+        parts.push(
+          `<line x1="${x(spread.min).toFixed(1)}" y1="${middle}" x2="${x(spread.max).toFixed(1)}" y2="${middle}" stroke="#202124"/>`,
+        );
+      }
+      text(
+        x(Math.max(value, spread?.max ?? 0)) + 4,
+        y + BAR - 1,
+        spread ? `${value.toFixed(2)} (${spread.min.toFixed(2)}-${spread.max.toFixed(2)})` : value.toFixed(2),
+        'font-size="10"',
+      );
     });
     if (target !== undefined) {
       parts.push(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { OP_MSG, opMsg } from '@idempotent-orders/nest-idempotency/embedded-store';
-import { commandName, perRequest } from './command-counter.js';
+import { commandName, commandTarget, perRequest } from './command-counter.js';
 
 const message = (document: Record<string, unknown>) => {
   const bytes = opMsg(7, 0, document);
@@ -13,10 +13,22 @@ describe('command counter', () => {
     expect(commandName(message({ find: 'orders', filter: { _id: 'x' } }))).toBe('find');
   });
 
-  it('gives commands and transactions per request between two snapshots', () => {
-    const before = { commands: 10, commits: 1, aborts: 0, byName: {} };
-    const after = { commands: 54, commits: 7, aborts: 1, byName: {} };
-    expect(perRequest(before, after, 2)).toEqual({ commands: 22, transactions: 3, aborts: 0.5 });
+  it('reads the collection a command names, when its first value is one', () => {
+    expect(commandTarget(message({ find: 'orders', filter: { _id: 'x' } }))).toBe('orders');
+    expect(commandTarget(message({ update: 'idempotency_records', updates: [] }))).toBe('idempotency_records');
+    expect(commandTarget(message({ commitTransaction: 1, $db: 'admin' }))).toBeUndefined();
+    expect(commandTarget(message({ bulkWrite: 1, ops: [], nsInfo: [] }))).toBeUndefined();
+  });
+
+  it('gives commands and transactions per request between two snapshots, and each command by name', () => {
+    const before = { commands: 10, commits: 1, aborts: 0, byName: { 'find orders': 2 } };
+    const after = { commands: 54, commits: 7, aborts: 1, byName: { 'find orders': 4, commitTransaction: 6 } };
+    expect(perRequest(before, after, 2)).toEqual({
+      commands: 22,
+      transactions: 3,
+      aborts: 0.5,
+      byName: { 'find orders': 1, commitTransaction: 3 },
+    });
     expect(perRequest(before, after, 0)).toBeNull();
   });
 });

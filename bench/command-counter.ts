@@ -76,12 +76,13 @@ export class CommandCounter {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private count(name: string): void {
+  private count(name: string, target: string | undefined): void {
     if (NOT_COUNTED.has(name)) return;
     this.counts.commands++;
     if (name === 'commitTransaction') this.counts.commits++;
     if (name === 'abortTransaction') this.counts.aborts++;
-    this.counts.byName[name] = (this.counts.byName[name] ?? 0) + 1;
+    const key = target === undefined ? name : `${name} ${target}`;
+    this.counts.byName[key] = (this.counts.byName[key] ?? 0) + 1;
   }
 
   private serve(client: net.Socket): void {
@@ -102,7 +103,7 @@ export class CommandCounter {
       for (const message of requests.push(chunk)) {
         const name = commandName(message);
         if (name !== undefined) {
-          this.count(name);
+          this.count(name, commandTarget(message));
           if (HELLO.has(name)) helloRequests.add(message.requestId);
         }
       }
@@ -140,16 +141,36 @@ export function commandName(message: WireMessage): string | undefined {
   return command ? Object.keys(command)[0] : undefined;
 }
 
+/**
+ * The collection a command names (`find orders`, `update idempotency_records`): the value of its first
+ * element when that is a string, read from the bytes like the name. Undefined for commitTransaction,
+ * client-level bulkWrite and the other commands whose first value is not a string.
+ */
+export function commandTarget(message: WireMessage): string | undefined {
+  if (message.opCode !== OP_MSG || message.bytes[20] !== 0 || message.bytes[25] !== 0x02) return undefined;
+  const nameEnd = message.bytes.indexOf(0, 26);
+  if (nameEnd < 0) return undefined;
+  const length = message.bytes.readInt32LE(nameEnd + 1);
+  if (length <= 1 || nameEnd + 5 + length > message.bytes.length) return undefined;
+  return message.bytes.toString('utf8', nameEnd + 5, nameEnd + 4 + length);
+}
+
 /** after - before, per request (null without requests). */
 export function perRequest(
   before: CommandCounts,
   after: CommandCounts,
   requests: number,
-): { commands: number; transactions: number; aborts: number } | null {
+): { commands: number; transactions: number; aborts: number; byName: Record<string, number> } | null {
   if (requests <= 0) return null;
+  const byName: Record<string, number> = {};
+  for (const [name, count] of Object.entries(after.byName)) {
+    const sent = count - (before.byName[name] ?? 0);
+    if (sent > 0) byName[name] = sent / requests;
+  }
   return {
     commands: (after.commands - before.commands) / requests,
     transactions: (after.commits - before.commits) / requests,
     aborts: (after.aborts - before.aborts) / requests,
+    byName,
   };
 }

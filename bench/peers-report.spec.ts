@@ -10,6 +10,10 @@ import {
   peerReplayCheck,
   peerScenarioId,
   peerTitle,
+  firstRequestCheck,
+  twinRatioDefinitions,
+  twinReplayCheck,
+  twinScenarioId,
 } from './peers-report.js';
 import { allStatusCheck } from './report.js';
 import { peerInstallProblems } from './peers.js';
@@ -265,5 +269,49 @@ describe('peerInstallProblems', () => {
       '@nestjs/core 12.5.1 (pinned 10.4.22)',
       'mongodb missing',
     ]);
+  });
+});
+
+describe('the twin: the peer app with our package (issue 47 item 1)', () => {
+  const rounds = (cpu: number[]) => cpu.map((cpuMsPerRequest) => ({ requests: 100, durationSeconds: 2, reqPerSec: 50, cpuMsPerRequest }));
+  const replay = {
+    requests: 100,
+    errors: 0,
+    statusCounts: { '201': 100 },
+    store: { commandsPerRequest: 0, transactionsPerRequest: 0, abortsPerRequest: 0 },
+  };
+
+  it('passes a replay answered from Redis with no MongoDB command, and fails one that read MongoDB or never touched Redis', () => {
+    const tally = { replayed: 100, other: 0 };
+    expect(twinReplayCheck(replay, tally, 20, { before: 20, after: 20 }, 200)).toMatchObject({ ok: true });
+    const read = { ...replay, store: { ...replay.store, commandsPerRequest: 1 } };
+    expect(twinReplayCheck(read, tally, 20, { before: 20, after: 20 }, 200).detail).toMatch(/1\.00 MongoDB commands per replay/);
+    expect(twinReplayCheck(replay, tally, 20, { before: 20, after: 20 }, 0).detail).toMatch(/redis-server served nothing/);
+    expect(twinReplayCheck(replay, tally, 20, { before: 20, after: 21 }, 200)).toMatchObject({ ok: false });
+  });
+
+  it('passes first requests that each created one order, allowing what each load run cut off at its end', () => {
+    const measured = { requests: 50, errors: 0, statusCounts: { '201': 50 } };
+    expect(firstRequestCheck(measured, { created: 60, other: 0 }, { before: 0, after: 60 }, 4, 3)).toMatchObject({ ok: true });
+    expect(firstRequestCheck(measured, { created: 60, other: 0 }, { before: 0, after: 72 }, 4, 3)).toMatchObject({ ok: true });
+    expect(firstRequestCheck(measured, { created: 60, other: 0 }, { before: 0, after: 73 }, 4, 3)).toMatchObject({ ok: false });
+    expect(firstRequestCheck(measured, { created: 60, other: 0 }, { before: 0, after: 59 }, 4, 3)).toMatchObject({ ok: false });
+    expect(firstRequestCheck(measured, { created: 59, other: 1 }, { before: 0, after: 59 }, 4, 3).detail).toMatch(/1 not a fresh 201/);
+  });
+
+  it('divides the twin by the Redis peer round by round, with the targets 1.0 (replay) and 2.0 (first request)', () => {
+    const scenarios = [
+      row(twinScenarioId.replay(4), 'twin replay', 500, 0.3, { rounds: rounds([0.3, 0.25, 0.35, 0.3, 0.28]) }),
+      row(peerScenarioId.replay('redis', 4), 'peer replay', 2000, 0.2, { rounds: rounds([0.2, 0.25, 0.2, 0.3, 0.2]) }),
+      row(twinScenarioId.first(4), 'twin first', 10, 3, { rounds: rounds([3, 3, 3, 3, 3]) }),
+      row(peerScenarioId.first('redis', 4), 'peer first', 100, 1, { rounds: rounds([1, 1.2, 1.6, 2, 1]) }),
+    ];
+    const ratios = computeRatios(scenarios, twinRatioDefinitions(scenarios, 4));
+    expect(ratios.map((ratio) => [ratio.id, ratio.target, ratio.verdict])).toEqual([
+      ['ours-pkg-vs-peer-redis-replay-cpu-c4', { max: 1 }, 'unsettled'],
+      ['ours-pkg-vs-peer-redis-first-cpu-c4', { max: 2 }, 'unsettled'],
+    ]);
+    expect(ratios[0].value).toBeCloseTo(1.4);
+    expect(twinRatioDefinitions(scenarios.slice(0, 1), 4)).toEqual([]);
   });
 });

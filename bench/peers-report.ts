@@ -19,12 +19,34 @@ export const peerName = (storage: PeerStorage) => `peer @node-idempotency (${STO
 export const peerScenarioId = {
   replay: (storage: PeerStorage, concurrency: number) => `peer-node-idempotency-${storage}-replay-c${concurrency}`,
   get: (storage: PeerStorage, concurrency: number) => `peer-node-idempotency-${storage}-get-c${concurrency}`,
+  /** The first request of a new key (issue 47): a POST with a fresh key each. */
+  first: (storage: PeerStorage, concurrency: number) => `peer-node-idempotency-${storage}-first-c${concurrency}`,
 };
 
 export const peerTitle = {
   replay: (storage: PeerStorage) => `${peerName(storage)}: replay`,
   get: (storage: PeerStorage) => `${peerName(storage)}: GET`,
+  first: (storage: PeerStorage) => `${peerName(storage)}: first request`,
 };
+
+/**
+ * The twin (issue 47 item 1; bench/peers/ours-pkg.ts): the peer's bare app, route and handler with our
+ * package in simple mode and its Redis fast path on the peer's redis-server. Its rows sit beside the
+ * Redis peer's, measured in the same interleaved rounds.
+ */
+export const TWIN_NAME = 'twin: the peer app with ours (simple mode, Redis)';
+export const twinScenarioId = {
+  replay: (concurrency: number) => `ours-pkg-redis-replay-c${concurrency}`,
+  first: (concurrency: number) => `ours-pkg-redis-first-c${concurrency}`,
+};
+export const twinTitle = { replay: `${TWIN_NAME}: replay`, first: `${TWIN_NAME}: first request` };
+
+/**
+ * On the peer's own ground, CPU per request: our replay no dearer than the peer's (both answer from
+ * Redis); our first request at most twice the peer's (ours writes a durable record in MongoDB, in the
+ * handler's transaction; the peer's writes Redis only).
+ */
+export const TWIN_TARGETS = { replay: { max: 1.0 }, first: { max: 2.0 } };
 
 export const isPeerRow = (scenario: Pick<ScenarioResult, 'id'>) => scenario.id.startsWith('peer-');
 
@@ -61,6 +83,83 @@ export function peerReplayCheck(
   return problems.length === 0
     ? { ok: true, detail: `all 201 + Idempotent-Replayed ${counted}` }
     : { ok: false, detail: `${problems.join('; ')} ${counted}` };
+}
+
+/**
+ * The twin's replay: all 201 + `Idempotent-Replayed`, nothing inserted, and answered from Redis -
+ * no MongoDB command per replay at the wire, and redis-server served commands over the window.
+ */
+export function twinReplayCheck(
+  measured: Pick<ScenarioResult, 'requests' | 'errors' | 'statusCounts' | 'store'>,
+  tally: ReplayTally,
+  keys: number,
+  orders: { before: number; after: number },
+  redisCalls: number,
+): CheckResult {
+  const problems: string[] = [];
+  if (measured.requests === 0) problems.push('no response within the run');
+  if (measured.errors > 0) problems.push(`${measured.errors} errors`);
+  if (tally.other > 0) problems.push(`${tally.other} not replayed (${statusSummary(measured.statusCounts)})`);
+  if (orders.after !== orders.before) problems.push(`${orders.after - orders.before} order(s) inserted by replays`);
+  const mongo = measured.store?.commandsPerRequest ?? null;
+  // Under 0.05 per replay: the count subtracts the idle rate, so a stray poll is not a read per replay.
+  if (mongo !== null && mongo >= 0.05) problems.push(`${mongo.toFixed(2)} MongoDB commands per replay (the fast path answers with none)`);
+  if (redisCalls === 0) problems.push('redis-server served nothing: the replays did not come from Redis');
+  const perReplay = measured.requests > 0 ? (redisCalls / measured.requests).toFixed(2) : '0';
+  const counted = `over ${keys} keys; twin orders ${orders.before} -> ${orders.after}; MongoDB ${mongo === null ? 'n/a' : mongo.toFixed(2)}, Redis ${perReplay} commands per replay`;
+  return problems.length === 0
+    ? { ok: true, detail: `all 201 + Idempotent-Replayed ${counted}` }
+    : { ok: false, detail: `${problems.join('; ')} ${counted}` };
+}
+
+/** What the first-request run saw: 201s that were not replays, and every other answer. */
+export interface FirstTally {
+  created: number;
+  other: number;
+}
+
+/**
+ * A first-request row (a fresh key each): every answer 201 and not a replay, and the collection grew by
+ * one order per 201 - plus at most `concurrency` per load run (warm-up and windows) for the requests
+ * each run's end cut off, which the process still finished.
+ */
+export function firstRequestCheck(
+  measured: Pick<ScenarioResult, 'requests' | 'errors' | 'statusCounts'>,
+  tally: FirstTally,
+  orders: { before: number; after: number },
+  concurrency: number,
+  loads: number,
+): CheckResult {
+  const problems: string[] = [];
+  if (measured.requests === 0) problems.push('no response within the run');
+  if (measured.errors > 0) problems.push(`${measured.errors} errors`);
+  if (tally.other > 0) problems.push(`${tally.other} not a fresh 201 (${statusSummary(measured.statusCounts)})`);
+  const inserted = orders.after - orders.before;
+  if (inserted < tally.created || inserted > tally.created + concurrency * loads) {
+    problems.push(`${inserted} orders inserted for ${tally.created} created`);
+  }
+  const detail = `${tally.created} created, ${inserted} orders inserted`;
+  return problems.length === 0 ? { ok: true, detail: `all 201, ${detail}` } : { ok: false, detail: `${problems.join('; ')}; ${detail}` };
+}
+
+/** Ours (the twin) over the Redis peer, replay and first request, where this run has both rows of a pair. */
+export function twinRatioDefinitions(scenarios: readonly Pick<ScenarioResult, 'id'>[], concurrency: number): Omit<Ratio, 'value'>[] {
+  const ids = new Set(scenarios.map((scenario) => scenario.id));
+  const c = concurrency;
+  const pairs = [
+    { path: 'replay', ours: twinScenarioId.replay(c), peer: peerScenarioId.replay('redis', c), target: TWIN_TARGETS.replay },
+    { path: 'first', ours: twinScenarioId.first(c), peer: peerScenarioId.first('redis', c), target: TWIN_TARGETS.first },
+  ] as const;
+  return pairs
+    .filter((pair) => ids.has(pair.ours) && ids.has(pair.peer))
+    .map((pair) => ({
+      id: `ours-pkg-vs-peer-redis-${pair.path}-cpu-c${c}`,
+      label: `twin / peer, Redis, ${pair.path === 'replay' ? 'replay' : 'first request'} (c${c})`,
+      basis: 'cpu' as const,
+      numerator: pair.ours,
+      denominator: pair.peer,
+      target: pair.target,
+    }));
 }
 
 /** `INFO commandstats` of redis-server: calls per command (`cmdstat_set:calls=12,...` -> { set: 12 }). */

@@ -18,7 +18,13 @@ import { CommandCounter } from './command-counter.js';
 import { runLoad, type LoadMeasurement, type RequestSpec } from './load.js';
 import {
   PEER_STORAGES,
+  TWIN_NAME,
+  firstRequestCheck,
   isPeerRow,
+  twinReplayCheck,
+  twinScenarioId,
+  twinTitle,
+  type FirstTally,
   parseCommandStats,
   peerName,
   peerReplayCheck,
@@ -29,8 +35,9 @@ import {
 } from './peers-report.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
 import { allStatusCheck, type ScenarioResult } from './report.js';
+import { mergeRounds } from './rounds.js';
 import { resampleIdleCpu, startService, type ServiceOptions, type ServiceProcess } from './service.js';
-import type { BenchStore } from './store.js';
+import { twinDbName, type BenchStore } from './store.js';
 
 /** A measured load run, as run.ts's measure() returns it. */
 export type Measured = Omit<ScenarioResult, 'id' | 'title' | 'concurrency' | 'check'>;
@@ -56,11 +63,24 @@ export interface PeerRun {
   seed: (target: ServiceProcess, prefix: string, count: number, concurrency: number) => Promise<{ key: string; id: string }[]>;
   /** Our replay requests (the same POST, keys round-robin), counting answers that are not 201 + Idempotent-Replayed. */
   replayOf: (keys: string[]) => { tally: ReplayTally; requests: RequestSpec[] };
+  /** Our create request with a fresh key each (prefix + a counter), counting 201s that were not replays and every other answer. */
+  firstOf: (prefix: string) => { tally: FirstTally; requests: RequestSpec[] };
+  /** Interleaved rounds of the twin and the Redis peer (--read-rounds): their ratios are judged round by round. */
+  rounds: number;
   progress: (line: string) => void;
 }
 
 export const peerDir = (root: string) => join(root, 'bench', 'peers', 'node-idempotency');
 const peerCollection = (storage: PeerStorage) => `peer_node_idempotency_${storage}_orders`;
+/** The twin's entry point, built by the root build from bench/peers/ours-pkg.ts. */
+const twinScript = (root: string) => join(root, 'dist', 'bench', 'peers', 'ours-pkg.js');
+const TWIN_COLLECTION = 'twin_ours_pkg_orders';
+/**
+ * First-request windows last at least this long: on the emulator the twin's first requests queue at
+ * about 1 s each at c4 (bench/README.md, issue 47), and a 2 s window of a handful of requests would
+ * be mostly idle CPU left out.
+ */
+const FIRST_REQUEST_MIN_SECONDS = 6;
 const INSTALL_TIMEOUT_MS = 5 * 60_000;
 
 /** The peer's rows (none, with the reason printed, when it cannot be installed or started). */
@@ -86,10 +106,16 @@ export async function peerRows(run: PeerRun): Promise<ScenarioResult[]> {
       redisPort = redis.port;
     }
     const storages = PEER_STORAGES.filter((storage) => storage === 'memory' || redisUrl);
-    run.progress(`  peers: starting ${storages.map(peerName).join(' and ')}`);
+    run.progress(`  peers: starting ${[...storages.map(peerName), ...(redisUrl ? [TWIN_NAME] : [])].join(', ')}`);
     const started = await Promise.allSettled(storages.map((storage) => startPeer(run, storage, redisUrl, stops)));
-    // Idle CPU again once both have booted (as run.ts does for ours before each step): sampled at a boot, it is the boot's tail.
-    const up = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+    const twin = redisUrl ? await startTwin(run, redisUrl, stops).catch((error: Error) => error) : undefined;
+    // Its whole message: the twin is our code, and its last output says why it did not start.
+    if (twin instanceof Error) console.log(`  peers: the twin's rows are skipped - ${twin.message}`);
+    // Idle CPU again once all have booted (as run.ts does for ours before each step): sampled at a boot, it is the boot's tail.
+    const up = [
+      ...started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : [])),
+      ...(twin && !(twin instanceof Error) ? [twin] : []),
+    ];
     const idle = await resampleIdleCpu(up);
     run.progress(`  peers: idle CPU ${idle.map((rate) => rate.toFixed(1)).join(' / ')} ms per second`);
     const rows: ScenarioResult[] = [];
@@ -99,7 +125,9 @@ export async function peerRows(run: PeerRun): Promise<ScenarioResult[]> {
         continue;
       }
       const storage = storages[index];
-      rows.push(...(await replayAndGet(run, storage, outcome.value, storage === 'redis' ? redisPort : undefined)));
+      if (storage === 'redis' && twin && !(twin instanceof Error) && redisPort !== undefined) {
+        rows.push(...(await twinAgainstPeer(run, outcome.value, twin, redisPort)));
+      } else rows.push(...(await replayAndGet(run, storage, outcome.value, storage === 'redis' ? redisPort : undefined)));
     }
     return rows;
   } finally {
@@ -122,6 +150,160 @@ async function startPeer(run: PeerRun, storage: PeerStorage, redisUrl: string | 
   for (const list of [run.cleanups, stops]) list.push(() => peer.stop());
   console.log(`  ${peer.name}: ${peer.baseUrl} (idle CPU ${peer.idleCpuMsPerSecond.toFixed(1)} ms/s)`);
   return peer;
+}
+
+/** The twin (bench/peers/ours-pkg.ts) behind a command counter, its fast path on the peers' redis-server. */
+async function startTwin(run: PeerRun, redisUrl: string, stops: (() => Promise<void>)[]): Promise<ServiceProcess> {
+  const counter = await CommandCounter.start(run.service.mongoUri);
+  for (const list of [run.cleanups, stops]) list.push(() => counter.close());
+  const twin = await startService({
+    ...run.service,
+    name: TWIN_NAME,
+    script: twinScript(run.root),
+    disableIdempotency: false,
+    counter,
+    env: { MONGODB_DB_NAME: twinDbName(run.service.dbName), PEER_COLLECTION: TWIN_COLLECTION, PEER_REDIS_URL: redisUrl },
+  });
+  for (const list of [run.cleanups, stops]) list.push(() => twin.stop());
+  console.log(`  ${twin.name}: ${twin.baseUrl} (idle CPU ${twin.idleCpuMsPerSecond.toFixed(1)} ms/s)`);
+  return twin;
+}
+
+/**
+ * Issue 47 item 1: the twin and the Redis peer on the same redis-server, taking turns (twin, peer,
+ * twin, peer, ...) for `run.rounds` rounds, first on replays of K keys each, then on first requests
+ * (a fresh key each); the peer's GET in one window between. Each row keeps its rounds, so their
+ * ratios are medians with a range (bench/spread.ts).
+ */
+async function twinAgainstPeer(run: PeerRun, peer: ServiceProcess, twin: ServiceProcess, redisPort: number): Promise<ScenarioResult[]> {
+  const c = run.concurrency;
+  const collections = { peer: run.store.db.collection(peerCollection('redis')), twin: run.store.twinDb.collection(TWIN_COLLECTION) };
+  await Promise.all([collections.peer.deleteMany({}), collections.twin.deleteMany({})]);
+  const seeded = {
+    peer: await run.seed(peer, `${run.runId}-peer-redis`, run.replayKeys, Math.min(4, c)),
+    twin: await run.seed(twin, `${run.runId}-twin`, run.replayKeys, Math.min(4, c)),
+  };
+  const keys = { peer: seeded.peer.map((order) => order.key), twin: seeded.twin.map((order) => order.key) };
+  const window = async (target: ServiceProcess, requests: RequestSpec[], label: string, round: number, seconds = run.durationSeconds) => {
+    const load = (durationSeconds: number, labelled?: string) =>
+      run.measure(target, () => runLoad({ baseUrl: target.baseUrl, connections: c, durationSeconds, requests }), labelled);
+    const warmup = round === 0 ? run.warmupSeconds : 0;
+    run.progress(`  ${label} (round ${round + 1} of ${run.rounds}): ${warmup} s warm-up, ${seconds} s measured`);
+    if (warmup > 0) await load(warmup);
+    const before = await redisCommandCalls(redisPort);
+    const measured = await load(seconds, label);
+    const after = await redisCommandCalls(redisPort);
+    const calls = (command: string) => (after[command] ?? 0) - (before[command] ?? 0);
+    const total = Object.keys(after).reduce((sum, command) => (command === 'info' ? sum : sum + calls(command)), 0);
+    return { measured, redis: { set: calls('set'), get: calls('get'), total } };
+  };
+
+  type Windows = { measured: Measured; redis: { set: number; get: number; total: number } }[];
+  const replays = { peer: [] as Windows, twin: [] as Windows };
+  const replayTally = { peer: { replayed: 0, other: 0 }, twin: { replayed: 0, other: 0 } };
+  const count = async () => ({ peer: await collections.peer.countDocuments({}), twin: await collections.twin.countDocuments({}) });
+  const beforeReplays = await count();
+  for (let round = 0; round < run.rounds; round++) {
+    for (const side of ['twin', 'peer'] as const) {
+      const replay = run.replayOf(keys[side]);
+      const label = `${side === 'twin' ? twinTitle.replay : peerTitle.replay('redis')} c${c}`;
+      replays[side].push(await window(side === 'twin' ? twin : peer, replay.requests, label, round));
+      replayTally[side].replayed += replay.tally.replayed;
+      replayTally[side].other += replay.tally.other;
+    }
+  }
+  const afterReplays = await count();
+  const reads: RequestSpec[] = [
+    {
+      method: 'GET',
+      headers: run.readHeaders,
+      setupRequest: (() => {
+        let next = 0;
+        return (request) => {
+          request.path = `/v1/orders/${seeded.peer[next++ % seeded.peer.length].id}`;
+          return request;
+        };
+      })(),
+    },
+  ];
+  const got = (await window(peer, reads, `${peerTitle.get('redis')} c${c}`, 0)).measured;
+
+  // First requests: both sides start each window from empty collections, as our rows do (BenchStore.clean):
+  // on the emulator a growing collection slows every write, and the twin's records would grow by the round.
+  const firsts = { peer: [] as Windows, twin: [] as Windows };
+  const firstTally = { peer: { created: 0, other: 0 }, twin: { created: 0, other: 0 } };
+  const inserted = { peer: 0, twin: 0 };
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 500));
+  for (let round = 0; round < run.rounds; round++) {
+    for (const side of ['twin', 'peer'] as const) {
+      await (side === 'twin' ? run.store.cleanTwin(TWIN_COLLECTION) : collections.peer.deleteMany({}));
+      const first = run.firstOf(`${run.runId}-${side}-first-${round}`);
+      const label = `${side === 'twin' ? twinTitle.first : peerTitle.first('redis')} c${c}`;
+      const seconds = Math.max(run.durationSeconds, FIRST_REQUEST_MIN_SECONDS);
+      firsts[side].push(await window(side === 'twin' ? twin : peer, first.requests, label, round, seconds));
+      // Requests the window's end cut off are still finishing in the process: let them land before counting.
+      await settled();
+      inserted[side] += await collections[side].countDocuments({});
+      firstTally[side].created += first.tally.created;
+      firstTally[side].other += first.tally.other;
+    }
+  }
+  await Promise.all([collections.peer.deleteMany({}), run.store.cleanTwin(TWIN_COLLECTION)]);
+  const beforeFirsts = { peer: 0, twin: 0 };
+  const afterFirsts = inserted;
+
+  const loads = run.rounds + (run.warmupSeconds > 0 ? 1 : 0);
+  const merged = (windows: Windows) => mergeRounds(windows.map((w) => w.measured));
+  const sum = (windows: Windows, pick: (redis: Windows[number]['redis']) => number) =>
+    windows.reduce((total, w) => total + pick(w.redis), 0);
+  const peerReplay = merged(replays.peer);
+  const twinReplay = merged(replays.twin);
+  const peerFirst = merged(firsts.peer);
+  const twinFirst = merged(firsts.twin);
+  const orders = (side: 'peer' | 'twin', from: { peer: number; twin: number }, to: { peer: number; twin: number }) => ({
+    before: from[side],
+    after: to[side],
+  });
+  return [
+    {
+      id: twinScenarioId.replay(c),
+      title: twinTitle.replay,
+      concurrency: c,
+      ...twinReplay,
+      check: twinReplayCheck(
+        twinReplay,
+        replayTally.twin,
+        keys.twin.length,
+        orders('twin', beforeReplays, afterReplays),
+        sum(replays.twin, (r) => r.total),
+      ),
+    },
+    {
+      id: peerScenarioId.replay('redis', c),
+      title: peerTitle.replay('redis'),
+      concurrency: c,
+      ...peerReplay,
+      check: peerReplayCheck(peerReplay, replayTally.peer, keys.peer.length, orders('peer', beforeReplays, afterReplays), {
+        set: sum(replays.peer, (r) => r.set),
+        get: sum(replays.peer, (r) => r.get),
+      }),
+    },
+    { id: peerScenarioId.get('redis', c), title: peerTitle.get('redis'), concurrency: c, ...got, check: allStatusCheck(got, '200') },
+    {
+      id: twinScenarioId.first(c),
+      title: twinTitle.first,
+      concurrency: c,
+      ...twinFirst,
+      check: firstRequestCheck(twinFirst, firstTally.twin, orders('twin', beforeFirsts, afterFirsts), c, loads),
+    },
+    {
+      id: peerScenarioId.first('redis', c),
+      title: peerTitle.first('redis'),
+      concurrency: c,
+      ...peerFirst,
+      check: firstRequestCheck(peerFirst, firstTally.peer, orders('peer', beforeFirsts, afterFirsts), c, loads),
+    },
+  ];
 }
 
 /** As our replay and GET rows: K orders created through the peer, then replays of their keys and GETs of their ids. */

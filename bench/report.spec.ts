@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   EMULATOR_CAVEAT,
   computeRatios,
+  formatRatioLine,
   findDuplicateOrders,
   formatRedisComparison,
   formatRefundFigures,
@@ -182,6 +183,7 @@ describe('ratios', () => {
       'replay-vs-get-cpu-c4 cpu',
       'get-vs-read-floor-cpu-c4 cpu',
       'replay-vs-read-floor-cpu-c4 cpu',
+      'replay-redis-vs-read-floor-cpu-c4 cpu',
       'get-limits-cpu-c4 cpu',
       'replay-limits-cpu-c4 cpu',
       'health-limits-cpu-c4 cpu',
@@ -219,6 +221,47 @@ describe('ratios', () => {
   });
 });
 
+describe('ratios of rows measured in interleaved rounds (issue 47)', () => {
+  const rounds = (cpu: number[]) => cpu.map((cpuMsPerRequest) => ({ requests: 100, durationSeconds: 2, reqPerSec: 50, cpuMsPerRequest }));
+  const withRounds = (replay: number[], get: number[]) =>
+    sampleScenarios().map((scenario) =>
+      scenario.id === scenarioId.replay(16)
+        ? { ...scenario, rounds: rounds(replay) }
+        : scenario.id === scenarioId.get(16)
+          ? { ...scenario, rounds: rounds(get) }
+          : scenario,
+    );
+  const replayVsGet = (scenarios: ScenarioResult[]) =>
+    computeRatios(scenarios, ratioDefinitions(LEVELS, 16)).find((ratio) => ratio.id === 'replay-vs-get-cpu-c16')!;
+
+  it('is the median of the per-round ratios, with every round kept, and met only when the whole range is', () => {
+    const ratio = replayVsGet(withRounds([0.6, 0.7, 0.65, 0.6, 0.72], [0.5, 0.5, 0.5, 0.5, 0.5]));
+    expect(ratio.value).toBeCloseTo(1.3);
+    expect(ratio.spread?.rounds).toHaveLength(5);
+    expect(ratio.spread?.min).toBeCloseTo(1.2);
+    expect(ratio.spread?.max).toBeCloseTo(1.44);
+    expect(ratio.verdict).toBe('met');
+    expect(formatRatioLine(ratio)).toMatch(
+      /replay \/ GET \(c16\)\s+1\.30 \(1\.20-1\.44, 5 rounds\)\s+\(replay-c16 \/ get-c16\)\s+target <= 1\.5: met$/,
+    );
+  });
+
+  it('is unsettled when its range straddles the target, and missed when all of it is past the target', () => {
+    expect(replayVsGet(withRounds([0.6, 0.9, 0.65, 0.6, 0.7], [0.5, 0.5, 0.5, 0.5, 0.5])).verdict).toBe('unsettled');
+    const missed = replayVsGet(withRounds([0.8, 0.9, 0.85, 0.8, 1], [0.5, 0.5, 0.5, 0.5, 0.5]));
+    expect(missed.verdict).toBe('missed');
+    expect(formatRatioLine(missed)).toMatch(/target <= 1\.5: MISSED$/);
+  });
+
+  it('says how many rounds it had when fewer than five, and round-trips through the results file', () => {
+    const few = replayVsGet(withRounds([0.6, 0.6, 0.6], [0.5, 0.5, 0.5]));
+    expect(formatRatioLine(few)).toMatch(/1\.20 \(1\.20-1\.20, 3 rounds\).*target <= 1\.5: met, 3 rounds$/);
+    const results = { ...sampleResults(), scenarios: withRounds([0.6, 0.9, 0.65, 0.6, 0.7], [0.5, 0.5, 0.5, 0.5, 0.5]) };
+    results.ratios = computeRatios(results.scenarios, ratioDefinitions(LEVELS, 16));
+    expect(parseResults(serializeResults(results))).toEqual(results);
+  });
+});
+
 describe('table', () => {
   it('prints one aligned row per scenario with req/s, p50, p99, errors, non-2xx and the check', () => {
     const lines = formatReport(sampleResults()).split('\n');
@@ -238,10 +281,12 @@ describe('table', () => {
   it('prints the ratios, the checks summary, and no emulator caveat on a real MongoDB', () => {
     const text = formatReport(sampleResults('uri'));
     expect(text).toContain('Ratios (req/s):');
-    expect(text).toMatch(/create \/ floor \(c16\)\s+0\.25 {3}\(create-c16 \/ floor-c16\) {3}target >= 0\.6: MISSED/);
+    expect(text).toMatch(/create \/ floor \(c16\)\s+0\.25 {3}\(create-c16 \/ floor-c16\) {3}target >= 0\.6: MISSED, 1 window/);
     expect(text).toContain('Ratios (service CPU per request; lower is cheaper):');
-    expect(text).toMatch(/layer on \/ layer off \(c16\)\s+1\.15 {3}\(create-c16 \/ create-layer-off-c16\) {3}target <= 1\.15: met/);
-    expect(text).toMatch(/replay \/ GET \(c16\)\s+1\.20 {3}\(replay-c16 \/ get-c16\) {3}target <= 1\.5: met/);
+    expect(text).toMatch(
+      /layer on \/ layer off \(c16\)\s+1\.15 {3}\(create-c16 \/ create-layer-off-c16\) {3}target <= 1\.15: met, 1 window/,
+    );
+    expect(text).toMatch(/replay \/ GET \(c16\)\s+1\.20 {3}\(replay-c16 \/ get-c16\) {3}target <= 1\.5: met, 1 window/);
     expect(text).toMatch(/layer on \/ layer off \(c64\)\s+0\.63/);
     expect(text).toMatch(/replay \/ create \(c16\)\s+6\.00/);
     expect(text).toMatch(/replay \/ GET \(c16\)\s+0\.75/);

@@ -5,6 +5,7 @@
  */
 import type { MongoBackendKind } from '../src/database/embedded-mongo.js';
 import { formatPeerComparison } from './peers-report.js';
+import { formatSpread, MIN_ROUNDS, roundRatios, spreadOf, verdictOf, type RatioSpread, type RoundFigures, type Verdict } from './spread.js';
 
 export const RESULTS_SCHEMA_VERSION = 2;
 
@@ -54,6 +55,11 @@ export interface ScenarioResult {
   refunds?: RefundFigures | null;
   /** The webhook row: events sent, duplicates among them, and the effects counted in the store (absent elsewhere). */
   webhooks?: WebhookFigures | null;
+  /**
+   * A row measured in interleaved rounds (bench/rounds.ts): each round's own figures, in order; the
+   * row's figures above are all rounds together. Absent for one-window rows and in older files.
+   */
+  rounds?: RoundFigures[];
   check: CheckResult | null;
 }
 
@@ -94,6 +100,8 @@ export interface StoreCounts {
   transactionsPerRequest: number;
   /** Aborted transactions per request (retries, failures). */
   abortsPerRequest: number;
+  /** The same commands by name, per request (idle polling not subtracted); absent in older files. */
+  byName?: Record<string, number>;
 }
 
 /** What a ratio divides: throughput, or the service's CPU cost per request. */
@@ -105,10 +113,20 @@ export interface Ratio {
   basis: RatioBasis;
   numerator: string;
   denominator: string;
-  /** numerator's req/s (or CPU ms per request) divided by the denominator's; null when either is missing or zero. */
+  /**
+   * numerator's req/s (or CPU ms per request) divided by the denominator's; null when either is
+   * missing or zero. For rows measured in the same interleaved rounds: the median of the per-round ratios.
+   */
   value: number | null;
   /** The goal set for this ratio (bench/README.md), if any: value <= max, or value >= min. */
   target: { max?: number; min?: number } | null;
+  /** Rows measured in the same rounds: every round's ratio, their median and range (bench/spread.ts). */
+  spread?: RatioSpread;
+  /**
+   * Against the target: from the range with at least MIN_ROUNDS rounds (`unsettled` when it
+   * straddles the target); from the one value otherwise (`met` / `missed`, marked one window when printed).
+   */
+  verdict?: Verdict | null;
 }
 
 export interface BenchResults {
@@ -139,6 +157,79 @@ export interface BenchResults {
   };
   scenarios: ScenarioResult[];
   ratios: Ratio[];
+  /** Store commands of one request at a time, at the wire (issue 47 item 4); absent in older files. */
+  wireCounts?: WireCount[];
+}
+
+/**
+ * Store commands per request of one kind, sent one at a time (no race, no retry, no window cut-off):
+ * a count that cannot be noise. The outbox relay's own commands are left out (its timer, not the request).
+ */
+export interface WireCount {
+  id: string;
+  label: string;
+  requests: number;
+  commandsPerRequest: number;
+  byName: Record<string, number>;
+  /** At most `max` (creates), or exactly `equals` (a replay, a GET). */
+  target: { max?: number; equals?: number } | null;
+}
+
+/** The outbox relay's commands (claim a batch, mark it published, its lag gauge): its timer's, not a request's. */
+export const OUTBOX_RELAY_COMMANDS: ReadonlySet<string> = new Set([
+  'findAndModify outbox_events',
+  'update outbox_events',
+  'aggregate outbox_events',
+]);
+
+/** Issue 47's counts: 19 or fewer per create (22 before it); one per replay from MongoDB, none from Redis; one per GET. */
+export const WIRE_TARGETS = {
+  create: { max: 19 },
+  replayMongo: { equals: 1 },
+  replayRedis: { equals: 0 },
+  get: { equals: 1 },
+} as const;
+
+/** A wire count from the commands `byName` sent over `requests` requests, the relay's left out. */
+export function wireCount(
+  id: string,
+  label: string,
+  requests: number,
+  sent: Readonly<Record<string, number>>,
+  target: WireCount['target'],
+): WireCount {
+  const byName = Object.fromEntries(
+    Object.entries(sent)
+      .filter(([name, count]) => !OUTBOX_RELAY_COMMANDS.has(name) && count > 0)
+      .map(([name, count]) => [name, count / requests]),
+  );
+  const commandsPerRequest = Object.values(byName).reduce((total, count) => total + count, 0);
+  return { id, label, requests, commandsPerRequest, byName, target };
+}
+
+/** Null without a target. */
+export function wireCountMet(count: WireCount): boolean | null {
+  if (!count.target) return null;
+  const value = Math.round(count.commandsPerRequest * 100) / 100;
+  if (count.target.equals !== undefined) return value === count.target.equals;
+  return count.target.max === undefined || value <= count.target.max;
+}
+
+export function formatWireCounts(counts: readonly WireCount[] | undefined): string[] {
+  if (!counts || counts.length === 0) return [];
+  return [
+    'Store commands per request, one request at a time (counted at the wire; the outbox relay left out):',
+    ...counts.map((count) => {
+      const met = wireCountMet(count);
+      const goal = count.target?.equals !== undefined ? `= ${count.target.equals}` : `<= ${count.target?.max}`;
+      const target = met === null ? '' : `   target ${goal}: ${met ? 'met' : 'MISSED'}`;
+      return (
+        `  ${`${count.label} (${count.requests} requests)`.padEnd(50)} ${count.commandsPerRequest.toFixed(2).padStart(6)}${target}` +
+        `\n      ${formatByName(count.byName)}`
+      );
+    }),
+    '',
+  ];
 }
 
 type RatioDefinition = Omit<Ratio, 'value'>;
@@ -203,6 +294,15 @@ export function ratioDefinitions(concurrencies: readonly number[], replayConcurr
   const floor = scenarioId.readFloor(r);
   ratio(`get-vs-read-floor-cpu-c${r}`, `GET / read floor (c${r})`, 'cpu', scenarioId.get(r), floor, TARGETS.readVsFloorCpu);
   ratio(`replay-vs-read-floor-cpu-c${r}`, `replay / read floor (c${r})`, 'cpu', scenarioId.replay(r), floor, TARGETS.readVsFloorCpu);
+  // --redis: the Redis service's replay against the read floor rounds of the same step (issue 47 item 2).
+  ratio(
+    `replay-redis-vs-read-floor-cpu-c${r}`,
+    `replay, Redis / read floor (c${r})`,
+    'cpu',
+    `${scenarioId.replay(r)}${REDIS_ID_SUFFIX}`,
+    `${floor}${REDIS_ID_SUFFIX}`,
+    TARGETS.readVsFloorCpu,
+  );
   ratio(`get-limits-cpu-c${r}`, `GET limits on / off (c${r})`, 'cpu', scenarioId.get(r), scenarioId.getLimitsOff(r));
   ratio(`replay-limits-cpu-c${r}`, `replay limits on / off (c${r})`, 'cpu', scenarioId.replay(r), scenarioId.replayLimitsOff(r));
   ratio(`health-limits-cpu-c${r}`, `/health/live limits on / off (c${r})`, 'cpu', scenarioId.health(r), scenarioId.healthLimitsOff(r));
@@ -226,11 +326,22 @@ export function computeRatios(scenarios: readonly ScenarioResult[], definitions:
     return basis === 'cpu' ? scenario?.cpuMsPerRequest : scenario?.reqPerSec;
   };
   return definitions.map((definition) => {
+    const perRound = roundRatios(byId.get(definition.numerator)?.rounds, byId.get(definition.denominator)?.rounds, definition.basis);
+    if (perRound && perRound.length > 1) {
+      const spread = spreadOf(perRound);
+      const verdict =
+        perRound.length >= MIN_ROUNDS ? verdictOf(spread, definition.target) : oneValueVerdict(spread.median, definition.target);
+      return { ...definition, value: spread.median, spread, verdict };
+    }
     const top = metric(definition.numerator, definition.basis);
     const bottom = metric(definition.denominator, definition.basis);
     const value = top === undefined || top === null || bottom === undefined || bottom === null || bottom <= 0 ? null : top / bottom;
-    return { ...definition, value };
+    return { ...definition, value, verdict: value === null ? null : oneValueVerdict(value, definition.target) };
   });
+}
+
+function oneValueVerdict(value: number, target: Ratio['target']): Verdict | null {
+  return verdictOf({ min: value, max: value }, target);
 }
 
 /** Null when the ratio has no target or no value. */
@@ -574,12 +685,38 @@ export function formatScenarioRow(scenario: ScenarioResult): string {
   ]);
 }
 
+const VERDICT_TEXT: Record<Verdict, string> = { met: 'met', missed: 'MISSED', unsettled: 'UNSETTLED' };
+
+/**
+ * `replay / GET (c4)  1.41 (1.30-1.62, 5 rounds) (replay-c4 / get-c4)   target <= 1.5: UNSETTLED`;
+ * a ratio of one window each is judged on its one value and says so (`met, 1 window`).
+ */
 export function formatRatioLine(ratio: Ratio): string {
-  const value = ratio.value === null ? 'n/a' : ratio.value.toFixed(2);
-  const met = targetMet(ratio);
+  const value = ratio.value === null ? 'n/a' : ratio.spread ? formatSpread(ratio.spread) : ratio.value.toFixed(2);
+  const verdict = ratio.verdict === undefined ? verdictFromValue(ratio) : ratio.verdict;
   const goal = ratio.target?.max !== undefined ? `<= ${ratio.target.max}` : `>= ${ratio.target?.min}`;
-  const target = met === null ? (ratio.target ? `   target ${goal}: n/a` : '') : `   target ${goal}: ${met ? 'met' : 'MISSED'}`;
+  const judged = ratio.spread && ratio.spread.rounds.length >= MIN_ROUNDS;
+  const verdictText =
+    verdict === null
+      ? 'n/a'
+      : `${VERDICT_TEXT[verdict]}${judged ? '' : `, ${ratio.spread ? `${ratio.spread.rounds.length} rounds` : '1 window'}`}`;
+  const target = ratio.target ? `   target ${goal}: ${verdictText}` : '';
   return `  ${ratio.label.padEnd(34)} ${value.padStart(6)}   (${ratio.numerator} / ${ratio.denominator})${target}`;
+}
+
+/** Files written before verdicts were: met or missed from the one value. */
+function verdictFromValue(ratio: Ratio): Verdict | null {
+  const met = targetMet(ratio);
+  return met === null ? null : met ? 'met' : 'missed';
+}
+
+/** `find orders 1.0, insert orders 1.0, ...`, largest first: which commands a request sent (0.05 and under left out). */
+export function formatByName(byName: Readonly<Record<string, number>>): string {
+  return Object.entries(byName)
+    .filter(([, count]) => count > 0.05)
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+    .map(([name, count]) => `${name} ${count.toFixed(1)}`)
+    .join(', ');
 }
 
 /** Store commands and transactions per request, for the rows that counted them. */
@@ -592,7 +729,8 @@ export function formatStoreCounts(scenarios: readonly ScenarioResult[]): string[
       const store = scenario.store!;
       return (
         `  ${`${scenario.title} (c${scenario.concurrency})`.padEnd(50)} ${store.commandsPerRequest.toFixed(1).padStart(5)} commands, ` +
-        `${store.transactionsPerRequest.toFixed(2)} transactions, ${store.abortsPerRequest.toFixed(2)} aborted`
+        `${store.transactionsPerRequest.toFixed(2)} transactions, ${store.abortsPerRequest.toFixed(2)} aborted` +
+        (store.byName ? `\n      ${formatByName(store.byName)}` : '')
       );
     }),
     '',
@@ -653,6 +791,7 @@ export function formatReport(results: BenchResults): string {
     'Ratios (service CPU per request; lower is cheaper):',
     ...results.ratios.filter((ratio) => ratio.basis === 'cpu').map(formatRatioLine),
     '',
+    ...formatWireCounts(results.wireCounts),
     ...formatStoreCounts(results.scenarios),
     ...formatRefundFigures(results.scenarios),
     ...formatWebhookFigures(results.scenarios),
@@ -754,6 +893,7 @@ function parseScenario(value: unknown, path: string): ScenarioResult {
     ...(s.store === undefined ? {} : { store: parseStore(s.store, `${path}.store`) }),
     ...(s.refunds === undefined ? {} : { refunds: parseRefunds(s.refunds, `${path}.refunds`) }),
     ...(s.webhooks === undefined ? {} : { webhooks: parseWebhooks(s.webhooks, `${path}.webhooks`) }),
+    ...(s.rounds === undefined ? {} : { rounds: array(s.rounds, `${path}.rounds`).map((r, i) => parseRound(r, `${path}.rounds[${i}]`)) }),
     check: parseCheck(s.check, `${path}.check`),
   };
 }
@@ -765,7 +905,13 @@ function parseStore(value: unknown, path: string): StoreCounts | null {
     commandsPerRequest: number(store.commandsPerRequest, `${path}.commandsPerRequest`),
     transactionsPerRequest: number(store.transactionsPerRequest, `${path}.transactionsPerRequest`),
     abortsPerRequest: number(store.abortsPerRequest, `${path}.abortsPerRequest`),
+    ...(store.byName === undefined ? {} : { byName: parseCounts(store.byName, `${path}.byName`) }),
   };
+}
+
+function parseCounts(value: unknown, path: string): Record<string, number> {
+  const counts = object(value, path);
+  return Object.fromEntries(Object.entries(counts).map(([name, count]) => [name, number(count, `${path}.${name}`)]));
 }
 
 function parseRefunds(value: unknown, path: string): RefundFigures | null {
@@ -799,6 +945,26 @@ function parseWebhooks(value: unknown, path: string): WebhookFigures | null {
   };
 }
 
+function parseRound(value: unknown, path: string): RoundFigures {
+  const r = object(value, path);
+  return {
+    requests: number(r.requests, `${path}.requests`),
+    durationSeconds: number(r.durationSeconds, `${path}.durationSeconds`),
+    reqPerSec: number(r.reqPerSec, `${path}.reqPerSec`),
+    cpuMsPerRequest: r.cpuMsPerRequest === null ? null : number(r.cpuMsPerRequest, `${path}.cpuMsPerRequest`),
+  };
+}
+
+function parseSpread(value: unknown, path: string): RatioSpread {
+  const s = object(value, path);
+  return {
+    median: number(s.median, `${path}.median`),
+    min: number(s.min, `${path}.min`),
+    max: number(s.max, `${path}.max`),
+    rounds: array(s.rounds, `${path}.rounds`).map((r, i) => number(r, `${path}.rounds[${i}]`)),
+  };
+}
+
 function parseTarget(value: unknown, path: string): Ratio['target'] {
   if (value === null) return null;
   const target = object(value, path);
@@ -818,6 +984,10 @@ function parseRatio(value: unknown, path: string): Ratio {
     numerator: string(r.numerator, `${path}.numerator`),
     denominator: string(r.denominator, `${path}.denominator`),
     value: r.value === null ? null : number(r.value, `${path}.value`),
+    ...(r.spread === undefined ? {} : { spread: parseSpread(r.spread, `${path}.spread`) }),
+    ...(r.verdict === undefined
+      ? {}
+      : { verdict: r.verdict === null ? null : oneOf(r.verdict, ['met', 'missed', 'unsettled'] as const, `${path}.verdict`) }),
   };
 }
 
@@ -876,6 +1046,25 @@ export function parseResults(json: string): BenchResults {
     },
     scenarios,
     ratios: array(root.ratios, '$.ratios').map((r, i) => parseRatio(r, `$.ratios[${i}]`)),
+    ...(root.wireCounts === undefined
+      ? {}
+      : { wireCounts: array(root.wireCounts, '$.wireCounts').map((w, i) => parseWireCount(w, `$.wireCounts[${i}]`)) }),
+  };
+}
+
+function parseWireCount(value: unknown, path: string): WireCount {
+  const w = object(value, path);
+  const target = w.target === null ? null : object(w.target, `${path}.target`);
+  return {
+    id: string(w.id, `${path}.id`),
+    label: string(w.label, `${path}.label`),
+    requests: number(w.requests, `${path}.requests`),
+    commandsPerRequest: number(w.commandsPerRequest, `${path}.commandsPerRequest`),
+    byName: parseCounts(w.byName, `${path}.byName`),
+    target: target && {
+      ...(target.max === undefined ? {} : { max: number(target.max, `${path}.target.max`) }),
+      ...(target.equals === undefined ? {} : { equals: number(target.equals, `${path}.target.equals`) }),
+    },
   };
 }
 

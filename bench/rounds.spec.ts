@@ -33,6 +33,20 @@ describe('mergeRounds', () => {
     const merged = mergeRounds([round(10, 1, { store: store(1) }), round(30, 1, { store: store(2) })]);
     expect(merged.store?.commandsPerRequest).toBeCloseTo(1.75, 10);
     expect(mergeRounds([round(10, 1), round(30, 1)]).store).toBeUndefined();
+    const named = (byName: Record<string, number>) => ({ ...store(1), byName });
+    const both = mergeRounds([
+      round(10, 1, { store: named({ 'find orders': 1 }) }),
+      round(30, 1, { store: named({ 'find orders': 2, insert: 1 }) }),
+    ]);
+    expect(both.store?.byName).toEqual({ 'find orders': 1.75, insert: 0.75 });
+  });
+
+  it('keeps every round its own figures, in order, for the ratios judged round by round', () => {
+    const merged = mergeRounds([round(100, 1), round(300, 0.5)]);
+    expect(merged.rounds).toEqual([
+      { requests: 100, durationSeconds: 2, reqPerSec: 50, cpuMsPerRequest: 1 },
+      { requests: 300, durationSeconds: 2, reqPerSec: 150, cpuMsPerRequest: 0.5 },
+    ]);
   });
 
   it('returns a single round as it is and refuses none', () => {

@@ -1,8 +1,9 @@
 import type { LoadMeasurement } from './load.js';
 import type { StoreCounts } from './report.js';
+import type { RoundFigures } from './spread.js';
 
 /** One measured window: the load's figures, the process's CPU and store commands per request. */
-export type RoundMeasurement = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null };
+export type RoundMeasurement = LoadMeasurement & { cpuMsPerRequest: number | null; store?: StoreCounts | null; rounds?: RoundFigures[] };
 
 /**
  * One row's figures out of its windows in several interleaved rounds (the
@@ -35,8 +36,16 @@ export function mergeRounds(rounds: readonly RoundMeasurement[]): RoundMeasureme
           commandsPerRequest: perRequest((round) => round.store!.commandsPerRequest)!,
           transactionsPerRequest: perRequest((round) => round.store!.transactionsPerRequest)!,
           abortsPerRequest: perRequest((round) => round.store!.abortsPerRequest)!,
+          ...byNameOf(rounds, requests),
         };
   return {
+    // Every round's own figures stay with the row: a ratio of two rows that took turns is judged round by round (bench/spread.ts).
+    rounds: rounds.map((round) => ({
+      requests: round.requests,
+      durationSeconds: round.durationSeconds,
+      reqPerSec: round.reqPerSec,
+      cpuMsPerRequest: round.cpuMsPerRequest,
+    })),
     durationSeconds,
     requests,
     reqPerSec: durationSeconds > 0 ? requests / durationSeconds : 0,
@@ -48,6 +57,17 @@ export function mergeRounds(rounds: readonly RoundMeasurement[]): RoundMeasureme
     cpuMsPerRequest: perRequest((round) => round.cpuMsPerRequest),
     ...(store === undefined ? {} : { store }),
   };
+}
+
+/** Commands by name over all rounds, per request (rounds weighed by their requests); absent unless every round has them. */
+function byNameOf(rounds: readonly RoundMeasurement[], requests: number): { byName?: Record<string, number> } {
+  if (requests === 0 || rounds.some((round) => !round.store?.byName)) return {};
+  const byName: Record<string, number> = {};
+  for (const round of rounds) {
+    for (const [name, count] of Object.entries(round.store!.byName!))
+      byName[name] = (byName[name] ?? 0) + (count * round.requests) / requests;
+  }
+  return { byName };
 }
 
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);

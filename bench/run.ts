@@ -44,6 +44,9 @@ import {
   type RefundAnswers,
   type ScenarioResult,
   type StoreCounts,
+  type WireCount,
+  wireCount,
+  WIRE_TARGETS,
 } from './report.js';
 import { renderChart, renderHistoryChart } from './chart.js';
 import { CommandCounter, perRequest } from './command-counter.js';
@@ -53,7 +56,7 @@ import { mergeRounds } from './rounds.js';
 import { formatFrames, topFrames, topFramesIn, topOwnersIn, type CpuProfile, type ProfileWindow } from './profile.js';
 import { findRedisServer, startRedisServer } from './redis-server.js';
 import { peerPackageVersions, peerRows, type PeerRun } from './peers.js';
-import { peerRatioDefinitions } from './peers-report.js';
+import { peerRatioDefinitions, twinRatioDefinitions } from './peers-report.js';
 import { BENCH_RATE_LIMITS, resampleIdleCpu, sleep, startService, type ServiceProcess } from './service.js';
 import { BenchStore } from './store.js';
 // --- events group (issue 45) ---
@@ -75,6 +78,8 @@ const EMULATOR_QUICK_LEVELS = [4, 16];
 /** 409s and replays are cheap, so the hot key keeps its 64 clients everywhere. */
 const HOT_KEY_CONCURRENCY = 64;
 const DUPLICATE_RATE = 0.05;
+/** Rounds of the rows a ratio compares (issue 47: each ratio the median of at least 5 interleaved rounds). */
+const DEFAULT_READ_ROUNDS = 5;
 /** Fewer completed requests than this judge nothing (e.g. the 5% duplicates need some 40 requests to send two). */
 const MIN_MEASURED_REQUESTS = 40;
 
@@ -212,7 +217,7 @@ function readSettings(argv: string[]): Settings {
     refundOrders: Math.max(1, int(values['refund-orders'], quick ? 10 : 50, 'refund-orders')),
     refundBurst: Math.max(2, int(values['refund-burst'], DEFAULT_HOT_ORDER_REFUNDS, 'refund-burst')),
     webhookOrders: Math.max(1, int(values['webhook-orders'], quick ? 40 : 200, 'webhook-orders')),
-    readRounds: Math.max(1, int(values['read-rounds'], 3, 'read-rounds')),
+    readRounds: Math.max(1, int(values['read-rounds'], DEFAULT_READ_ROUNDS, 'read-rounds')),
     peers: !values['no-peers'],
   };
 }
@@ -298,6 +303,7 @@ function storeMeter(target: ServiceProcess): (requests: number) => { store?: Sto
         commandsPerRequest: Math.max(0, counts.commands - idle),
         transactionsPerRequest: counts.transactions,
         abortsPerRequest: counts.aborts,
+        byName: counts.byName,
       },
     };
   };
@@ -455,6 +461,7 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   await settle(bench);
   const keys = seeded.map((order) => order.key);
   const orderIds = seeded.map((order) => order.id);
+  await countAtTheWire(bench, keys, orderIds);
 
   const roundRobin = (path: (id: string) => string, headers: Record<string, string> = {}): RequestSpec[] => {
     let next = 0;
@@ -547,6 +554,53 @@ async function replayAndGet(bench: Bench): Promise<ScenarioResult[]> {
   ];
 }
 
+/** The wire counts of this run (issue 47 item 4): written to the results file beside the ratios. */
+const wireCounts: WireCount[] = [];
+/** Requests of each kind sent one at a time for the wire counts. */
+const WIRE_COUNT_REQUESTS = 10;
+
+/**
+ * Store commands of a create, a replay and a GET, one request at a time, on the layer-on service (or
+ * the Redis one in its step): no race, retry or window cut-off, so the count is exact - 22 per create
+ * before issue 47, 19 after. The outbox relay's commands are left out by name (report.ts).
+ */
+async function countAtTheWire(bench: Bench, keys: string[], orderIds: string[]): Promise<void> {
+  const target = bench.service;
+  const counter = target.counter;
+  if (!counter) return;
+  const redis = target === bench.redisService;
+  const where = redis ? ', Redis fast path' : '';
+  const send = async (count: number, request: (index: number) => Promise<Response>) => {
+    const before = counter.snapshot();
+    for (let index = 0; index < count; index++) {
+      const response = await request(index);
+      await response.arrayBuffer();
+      if (response.status >= 300) throw new Error(`wire count: a request answered ${response.status}`);
+    }
+    return perRequest(before, counter.snapshot(), 1)!.byName;
+  };
+  const post = (key: string) =>
+    fetch(`${target.baseUrl}/v1/orders`, { method: 'POST', headers: { ...HEADERS, 'idempotency-key': key }, body: ORDER_BODY });
+  const n = Math.min(WIRE_COUNT_REQUESTS, keys.length);
+  progress(`  counting store commands at the wire${where}: ${n} creates, replays and GETs, one at a time`);
+  const created = await send(n, (index) => post(`${bench.runId}-wire-${redis ? 'r' : 'm'}-${index}`));
+  const replayed = await send(n, (index) => post(keys[index]));
+  const read = await send(n, (index) =>
+    fetch(`${target.baseUrl}/v1/orders/${orderIds[index]}`, { headers: { authorization: HEADERS.authorization } }),
+  );
+  wireCounts.push(
+    wireCount(`wire-create${redis ? REDIS_ID_SUFFIX : ''}`, `create${where}`, n, created, redis ? null : WIRE_TARGETS.create),
+    wireCount(
+      `wire-replay${redis ? REDIS_ID_SUFFIX : ''}`,
+      `replay${redis ? where : ', MongoDB only'}`,
+      n,
+      replayed,
+      redis ? WIRE_TARGETS.replayRedis : WIRE_TARGETS.replayMongo,
+    ),
+    wireCount(`wire-get${redis ? REDIS_ID_SUFFIX : ''}`, `GET${where}`, n, read, WIRE_TARGETS.get),
+  );
+}
+
 /** The peer's replay and GET rows (bench/peers.ts), measured and seeded with the helpers of ours. */
 function peers(bench: Bench): Promise<ScenarioResult[]> {
   const { settings } = bench;
@@ -563,8 +617,23 @@ function peers(bench: Bench): Promise<ScenarioResult[]> {
     measure,
     seed: seedOrders,
     replayOf,
+    firstOf,
+    rounds: settings.readRounds,
     progress,
   });
+}
+
+/** POSTs with a fresh key each (the twin's and the peer's first-request rows), counting 201s that were not replays. */
+function firstOf(prefix: string): { tally: { created: number; other: number }; requests: RequestSpec[] } {
+  const tally = { created: 0, other: 0 };
+  const request: RequestSpec = {
+    ...createRequest(uniqueKeys(prefix)),
+    onResponse: (status, _body, _context, headers) => {
+      if (status === 201 && header(headers, 'idempotent-replayed') !== 'true') tally.created++;
+      else tally.other++;
+    },
+  };
+  return { tally, requests: [request] };
 }
 
 /** POSTs of completed keys, round-robin, counting what did not come back as a replay. */
@@ -1246,7 +1315,16 @@ async function startRedisService(
   if ('missing' in found) throw new Error(`--redis: ${found.missing}`);
   const redis = await startRedisServer();
   cleanups.push(() => redis.stop());
-  const service = await startService({ ...options, name: 'service (layer on, Redis)', disableIdempotency: false, redisUrl: redis.url });
+  // Behind a command counter like the layer-on service: a replay from Redis sends no store command (issue 47 item 4).
+  const counter = await CommandCounter.start(options.mongoUri);
+  cleanups.push(() => counter.close());
+  const service = await startService({
+    ...options,
+    name: 'service (layer on, Redis)',
+    disableIdempotency: false,
+    redisUrl: redis.url,
+    counter,
+  });
   cleanups.push(() => service.stop());
   console.log(`  with Redis: ${service.baseUrl} -> redis-server ${redis.url} (idle CPU ${service.idleCpuMsPerSecond.toFixed(1)} ms/s)`);
   return service;
@@ -1324,7 +1402,10 @@ async function main(): Promise<number> {
       `  rate limits on (all but the limits-off process): ${BENCH_RATE_LIMITS.perTenantPerMinute} per tenant, ` +
         `${BENCH_RATE_LIMITS.perKeyPerMinute} per key per minute; request logging at its default level`,
     );
-    const redisService = settings.redis ? await startRedisService(serviceOptions, cleanups) : undefined;
+    // --profile: the Redis service too, so a Redis replay has its by-owner profile (issue 47 item 5).
+    const redisService = settings.redis
+      ? await startRedisService({ ...serviceOptions, ...profiled('service (layer on, Redis)') }, cleanups)
+      : undefined;
     console.log(
       `  idle CPU: ${[service, layerOff, limitsOff, floorProcess].map((p) => p.idleCpuMsPerSecond.toFixed(1)).join(' / ')} ms per second ` +
         `(left out of CPU per request)`,
@@ -1384,9 +1465,11 @@ async function main(): Promise<number> {
         hotKeyConcurrency: HOT_KEY_CONCURRENCY,
       },
       scenarios,
+      ...(wireCounts.length > 0 ? { wireCounts } : {}),
       ratios: computeRatios(scenarios, [
         ...ratioDefinitions(bench.levels, bench.levels[0]),
         ...peerRatioDefinitions(scenarios, bench.levels[0], scenarioId.readFloor(bench.levels[0])),
+        ...twinRatioDefinitions(scenarios, bench.levels[0]),
       ]),
     };
     console.log(`\n${formatReport(results)}`);
@@ -1403,7 +1486,7 @@ async function main(): Promise<number> {
     writeFileSync(history, renderHistoryChart(keptRuns(dir)));
     console.log(`History chart (every run kept in bench/results/) written to ${history}`);
     if (backend.proxyStats) console.log(`Serializing proxy: ${JSON.stringify(backend.proxyStats)}`);
-    if (settings.profile) await reportProfiles([service, layerOff, floorProcess], profileDir);
+    if (settings.profile) await reportProfiles([service, layerOff, floorProcess, ...(redisService ? [redisService] : [])], profileDir);
     return runPassed(results) ? 0 : 1;
   } finally {
     await cleanup();

@@ -59,15 +59,14 @@ export class LedgerService {
   async post(posting: JournalPosting, session: ClientSession): Promise<'posted' | 'adopted'> {
     assertBalanced(posting.lines);
     const entries = journalEntries(posting);
-    const existing = await this.entries.findByIds(
-      session,
-      entries.map((entry) => entry._id),
-    );
-    if (existing.length === 0) {
-      await this.entries.append(session, entries);
-      return 'posted';
-    }
-    const differs = journalDiff(existing, entries);
+    const found = await this.entries.appendMissing(session, entries);
+    if (found.length === 0) return 'posted';
+    // Rare: lines were already there (nothing written for them). Some of the journal is a conflict, and so is
+    // other content; throwing rolls back the lines this call wrote with the rest of the transaction.
+    const differs =
+      found.length < entries.length
+        ? `${found.length} of its ${entries.length} lines exist`
+        : journalDiff(await this.entries.findByIds(session, found), entries);
     if (differs) throw new DuplicateClaimError('journal', `journal ${posting.journalId}: ${differs}`);
     return 'adopted';
   }

@@ -39,11 +39,14 @@ export class OrdersService {
     // Before the claim: a total the provider refuses is bad input (422), nothing written.
     const amountMinor = orderAmountMinor(dto.items, (total) => this.payments.amountRefusal(total, dto.currency));
     const request = this.idempotency.requestFor(key, tenant, dto, dto.customerId);
+    // The pending order of this request's own claim (the last run of the claim transaction is the one that
+    // committed): the workflow starts from it instead of reading it back. A resumed attempt reads.
+    let claimed: Order | undefined;
     const result = await this.idempotency.execute(request, {
-      begin: (session, lease) => this.orders.insertPending(session, this.newOrder(tenant, dto, amountMinor, lease)),
+      begin: (session, lease) => this.orders.insertPending(session, (claimed = this.newOrder(tenant, dto, amountMinor, lease))),
       resume: async (lease) => {
         this.faults.crashIf('after-claim');
-        const order = await this.workflow.advance(lease, 'request');
+        const order = await this.workflow.advance(lease, 'request', claimed);
         if (order.state === 'failed' && order.failureReason === FAILURE.abandoned) throw new AttemptAbandonedError(lease.recordId);
         return responseFor(order);
       },

@@ -81,11 +81,10 @@ export class PaymentsService {
       status,
       createdAt: now,
     };
+    if (await this.payments.insertUnlessCharged(session, payment)) return { payment, adopted: false };
+    // Rare: a payment was already under the charge key. Read it (nothing was written) and adopt it only if it is this one.
     const existing = await this.payments.findByChargeKey(session, payment.chargeKey);
-    if (!existing) {
-      await this.payments.insert(session, payment);
-      return { payment, adopted: false };
-    }
+    if (!existing) throw new Error(`Payment under ${payment.chargeKey}: the upsert matched one, the read found none`);
     const differs = contentDiff(existing, payment, PAYMENT_CONTENT);
     if (differs.length > 0) throw new DuplicateClaimError('payment', `payment ${existing._id} differs in ${differs.join(', ')}`);
     return { payment: existing, adopted: true };

@@ -117,6 +117,39 @@ describe('half-applied state: adopt what is exactly ours, surface the rest', () 
     expect(await findViolations({ ...t, requireSettled: true })).toEqual([]);
   });
 
+  it('part of the journal already there stops the attempt loudly, and the lines this attempt wrote roll back with it', async () => {
+    // The journal is written by upserts that skip existing ids (one command): the lines they did write must not outlive the conflict.
+    faults.crashOnceAt('after-charged');
+    await post('k-partial-journal').expect(500);
+    const order = await theOrder();
+    expect(order.state).toBe('charged');
+    const lines = paidOrderJournal(order.amountMinor).slice(0, 2);
+    await t.db.collection<Doc>('ledger_entries').insertMany(
+      lines.map((line, index) => ({
+        _id: `jrn_${order._id}:${index + 1}`,
+        tenant: order.tenant,
+        journalId: `jrn_${order._id}`,
+        orderId: order._id,
+        line: index + 1,
+        ...line,
+        currency: order.currency,
+        postedAt: new Date(Date.now() - 5000),
+      })),
+    );
+    await expireLeases();
+
+    await post('k-partial-journal').expect(500);
+    expect(await metric('idempotency_state_conflicts_total{operation="orders.create",what="journal"}')).toBe(1);
+    const view = await t.http().get('/v1/idempotency-keys/k-partial-journal').set(auth()).expect(200);
+    expect(view.body.records[0]).toMatchObject({
+      status: 'pending',
+      conflict: { what: 'journal', detail: expect.stringMatching(/2 of its 4 lines exist/) },
+    });
+    expect(await t.db.collection('ledger_entries').countDocuments()).toBe(2);
+    expect(await theOrder()).toMatchObject({ state: 'charged' });
+    expect(await t.db.collection('outbox_events').countDocuments()).toBe(0);
+  });
+
   it('a different payment under the charge key stops the attempt loudly: counted, noted for the admin API, left alone by the reaper', async () => {
     gateway.crashAfterNextCharge();
     await post('k-conflict').expect(500);

@@ -122,7 +122,9 @@ function storageOptions(kind) {
 }
 
 async function main() {
-  const client = new MongoClient(env('MONGODB_URI'));
+  // Polling heartbeats, as our service and the twin connect: the emulator does not stream them, and the
+  // driver's default (streaming) made the twin's connections churn and its requests stall on it.
+  const client = new MongoClient(env('MONGODB_URI'), { serverMonitoringMode: 'poll' });
   await client.connect();
   const orders = client.db(env('MONGODB_DB_NAME')).collection(env('PEER_COLLECTION'));
 
