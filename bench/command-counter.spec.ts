@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { OP_MSG, opMsg } from '@idempotent-orders/nest-idempotency/embedded-store';
-import { commandName, commandTarget, perRequest } from './command-counter.js';
+import { Long } from 'mongodb';
+import { commandName, commandTarget, perRequest, relayOrTarget } from './command-counter.js';
 
 const message = (document: Record<string, unknown>) => {
   const bytes = opMsg(7, 0, document);
@@ -18,6 +19,19 @@ describe('command counter', () => {
     expect(commandTarget(message({ update: 'idempotency_records', updates: [] }))).toBe('idempotency_records');
     expect(commandTarget(message({ commitTransaction: 1, $db: 'admin' }))).toBeUndefined();
     expect(commandTarget(message({ bulkWrite: 1, ops: [], nsInfo: [] }))).toBeUndefined();
+  });
+
+  it("tells the outbox relay's commands (outside any transaction) from a request's event write (inside its transaction)", () => {
+    const inTransaction = { txnNumber: Long.fromNumber(3), autocommit: false, lsid: { id: 'x' } };
+    const retryable = { txnNumber: Long.fromNumber(4), lsid: { id: 'x' } };
+    const write = message({ update: 'outbox_events', updates: [], ...inTransaction });
+    expect(relayOrTarget(write, commandTarget(write))).toBe('outbox_events');
+    const mark = message({ update: 'outbox_events', updates: [], ...retryable });
+    expect(relayOrTarget(mark, commandTarget(mark))).toBe('outbox_events (relay)');
+    const claim = message({ find: 'outbox_events', filter: { status: 'pending' } });
+    expect(relayOrTarget(claim, commandTarget(claim))).toBe('outbox_events (relay)');
+    const order = message({ find: 'orders', filter: {} });
+    expect(relayOrTarget(order, commandTarget(order))).toBe('orders');
   });
 
   it('gives commands and transactions per request between two snapshots, and each command by name', () => {

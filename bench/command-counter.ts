@@ -103,7 +103,7 @@ export class CommandCounter {
       for (const message of requests.push(chunk)) {
         const name = commandName(message);
         if (name !== undefined) {
-          this.count(name, commandTarget(message));
+          this.count(name, relayOrTarget(message, commandTarget(message)));
           if (HELLO.has(name)) helloRequests.add(message.requestId);
         }
       }
@@ -154,6 +154,22 @@ export function commandTarget(message: WireMessage): string | undefined {
   if (length <= 1 || nameEnd + 5 + length > message.bytes.length) return undefined;
   return message.bytes.toString('utf8', nameEnd + 5, nameEnd + 4 + length);
 }
+
+/**
+ * The outbox relay's commands are the only ones on outbox_events outside a transaction (a request writes its
+ * event inside its change's transaction; the relay claims, reads and marks on its own timer), so they are
+ * told apart by that and counted as `outbox_events (relay)`, which the per-request counts leave out.
+ */
+export function relayOrTarget(message: WireMessage, target: string | undefined): string | undefined {
+  if (target !== 'outbox_events') return target;
+  return message.bytes.includes(IN_TRANSACTION) ? target : `${target} (relay)`;
+}
+
+/**
+ * The field every command inside a transaction carries (`autocommit: false`), as a BSON element's type byte and
+ * name; `txnNumber` alone would not do, retryable writes outside a transaction carry it too.
+ */
+const IN_TRANSACTION = Buffer.from('\x08autocommit\0', 'latin1');
 
 /** after - before, per request (null without requests). */
 export function perRequest(

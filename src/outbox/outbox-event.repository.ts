@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { AnyBulkWriteOperation, ClientSession, Model } from 'mongoose';
-import { DuplicateClaimError, isDuplicateKey } from '@idempotent-orders/nest-idempotency';
 import type { OutboxEvent } from './outbox-event.js';
 import { OUTBOX_EVENT_MODEL } from './schemas/outbox-event.schema.js';
 import { OUTBOX_SEQUENCE_MODEL, type OutboxSequence } from './schemas/outbox-sequence.schema.js';
@@ -22,13 +21,15 @@ export class OutboxEventRepository {
     @InjectModel(OUTBOX_SEQUENCE_MODEL) private readonly sequences: Model<OutboxSequence>,
   ) {}
 
-  async insert(session: ClientSession, event: OutboxEvent): Promise<void> {
-    try {
-      await this.events.insertMany([event], { session });
-    } catch (error) {
-      if (isDuplicateKey(error)) throw new DuplicateClaimError('outbox event');
-      throw error;
-    }
+  /**
+   * One command for the usual case, where the event is new: an upsert that
+   * only inserts. False when an event with this id is already there (its
+   * content untouched), for the caller to compare.
+   */
+  async insertIfAbsent(session: ClientSession, event: OutboxEvent): Promise<boolean> {
+    const { _id, ...fields } = event;
+    const result = await this.events.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true, session });
+    return result.upsertedCount === 1;
   }
 
   findById(session: ClientSession, id: string): Promise<OutboxEvent | null> {
@@ -46,6 +47,11 @@ export class OutboxEventRepository {
       .lean<OutboxSequence>()
       .exec();
     return counter.last;
+  }
+
+  /** Gives back the number nextSequence just took, in the same transaction: the event it was for already existed. */
+  async releaseSequence(session: ClientSession, aggregateId: string): Promise<void> {
+    await this.sequences.updateOne({ _id: aggregateId }, { $inc: { last: -1 } }, { session });
   }
 
   async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {

@@ -39,15 +39,10 @@ export class OutboxService {
    * other content under this id is a conflict for a human.
    */
   async enqueue(session: ClientSession, event: NewEvent, now: Date): Promise<'enqueued' | 'adopted'> {
-    const existing = await this.events.findById(session, event.id);
-    if (existing) {
-      const differs = contentDiff<Pick<NewEvent, (typeof EVENT_CONTENT)[number]>>(existing, event, EVENT_CONTENT);
-      if (differs.length > 0) throw new DuplicateClaimError('outbox event', `event ${event.id} differs in ${differs.join(', ')}`);
-      return 'adopted';
-    }
-    // Numbered only once the event is new: an adopted event keeps its number, and the counter no gap.
+    // Numbered before the write so that the usual case, a new event, costs two commands and no read; all of it
+    // commits or none, so the number given back below leaves the counter without a gap.
     const sequence = await this.events.nextSequence(session, event.aggregateId);
-    await this.events.insert(session, {
+    const inserted = await this.events.insertIfAbsent(session, {
       _id: event.id,
       tenant: event.tenant,
       type: event.type,
@@ -62,6 +57,12 @@ export class OutboxService {
       publishedAt: null,
       lastError: null,
     });
-    return 'enqueued';
+    if (inserted) return 'enqueued';
+    // An adopted event keeps the number it was given when it was new.
+    await this.events.releaseSequence(session, event.aggregateId);
+    const existing = await this.events.findById(session, event.id);
+    const differs = contentDiff<Pick<NewEvent, (typeof EVENT_CONTENT)[number]>>(existing!, event, EVENT_CONTENT);
+    if (differs.length > 0) throw new DuplicateClaimError('outbox event', `event ${event.id} differs in ${differs.join(', ')}`);
+    return 'adopted';
   }
 }
