@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { OP_MSG, opMsg } from '@idempotent-orders/nest-idempotency/embedded-store';
-import { Long } from 'mongodb';
-import { commandName, commandTarget, perRequest, relayOrTarget } from './command-counter.js';
+import { Binary, Long } from 'mongodb';
+import { BackgroundWork, commandName, commandTarget, perRequest } from './command-counter.js';
 
 const message = (document: Record<string, unknown>) => {
   const bytes = opMsg(7, 0, document);
@@ -21,17 +21,27 @@ describe('command counter', () => {
     expect(commandTarget(message({ bulkWrite: 1, ops: [], nsInfo: [] }))).toBeUndefined();
   });
 
-  it("tells the outbox relay's commands (outside any transaction) from a request's event write (inside its transaction)", () => {
-    const inTransaction = { txnNumber: Long.fromNumber(3), autocommit: false, lsid: { id: 'x' } };
-    const retryable = { txnNumber: Long.fromNumber(4), lsid: { id: 'x' } };
-    const write = message({ update: 'outbox_events', updates: [], ...inTransaction });
-    expect(relayOrTarget(write, commandTarget(write))).toBe('outbox_events');
-    const mark = message({ update: 'outbox_events', updates: [], ...retryable });
-    expect(relayOrTarget(mark, commandTarget(mark))).toBe('outbox_events (relay)');
-    const claim = message({ find: 'outbox_events', filter: { status: 'pending' } });
-    expect(relayOrTarget(claim, commandTarget(claim))).toBe('outbox_events (relay)');
-    const order = message({ find: 'orders', filter: {} });
-    expect(relayOrTarget(order, commandTarget(order))).toBe('orders');
+  it("counts the relay's and the consumers' commands, and their transactions' commits, as background work", () => {
+    const session = (byte: number) => ({ lsid: { id: new Binary(Buffer.alloc(16, byte), Binary.SUBTYPE_UUID) } });
+    const inTransaction = (byte: number) => ({ txnNumber: Long.fromNumber(3), autocommit: false, ...session(byte) });
+    const background = new BackgroundWork();
+    const target = (document: Record<string, unknown>) => {
+      const sent = message(document);
+      return background.target(commandName(sent)!, sent);
+    };
+    // A request writes its event inside its change's transaction; the relay claims and marks outside any.
+    expect(target({ update: 'outbox_events', updates: [], ...inTransaction(1) })).toBe('outbox_events');
+    expect(target({ update: 'outbox_events', updates: [], txnNumber: Long.fromNumber(4), ...session(2) })).toBe(
+      'outbox_events (background)',
+    );
+    expect(target({ find: 'outbox_events', filter: { status: 'pending' } })).toBe('outbox_events (background)');
+    expect(target({ commitTransaction: 1, ...inTransaction(1) })).toBe(undefined);
+    // The dispatcher's transaction: its commands and its commit are background work, matched by session.
+    expect(target({ find: 'idempotency_inbox', filter: {}, ...inTransaction(9) })).toBe('idempotency_inbox (background)');
+    expect(target({ insert: 'webhook_deliveries', documents: [], ...inTransaction(9) })).toBe('webhook_deliveries (background)');
+    expect(target({ commitTransaction: 1, ...inTransaction(9) })).toBe('(background)');
+    expect(target({ commitTransaction: 1, ...inTransaction(9) })).toBe(undefined);
+    expect(target({ find: 'orders', filter: {} })).toBe('orders');
   });
 
   it('gives commands and transactions per request between two snapshots, and each command by name', () => {

@@ -36,6 +36,7 @@ export interface CommandCounts {
 export class CommandCounter {
   private counts: CommandCounts = { commands: 0, commits: 0, aborts: 0, byName: {} };
   private readonly sockets = new Set<net.Socket>();
+  private readonly background = new BackgroundWork();
 
   private constructor(
     private readonly server: net.Server,
@@ -103,7 +104,7 @@ export class CommandCounter {
       for (const message of requests.push(chunk)) {
         const name = commandName(message);
         if (name !== undefined) {
-          this.count(name, relayOrTarget(message, commandTarget(message)));
+          this.count(name, this.background.target(name, message));
           if (HELLO.has(name)) helloRequests.add(message.requestId);
         }
       }
@@ -156,13 +157,36 @@ export function commandTarget(message: WireMessage): string | undefined {
 }
 
 /**
- * The outbox relay's commands are the only ones on outbox_events outside a transaction (a request writes its
- * event inside its change's transaction; the relay claims, reads and marks on its own timer), so they are
- * told apart by that and counted as `outbox_events (relay)`, which the per-request counts leave out.
+ * Collections only the service's background work touches, never a request of the bench's: the event
+ * consumers' (the webhook dispatcher's inbox, endpoints and deliveries). The outbox relay's commands are told
+ * apart from a request's another way: they are the only ones on outbox_events outside a transaction (a
+ * request writes its event inside its change's transaction).
  */
-export function relayOrTarget(message: WireMessage, target: string | undefined): string | undefined {
-  if (target !== 'outbox_events') return target;
-  return message.bytes.includes(IN_TRANSACTION) ? target : `${target} (relay)`;
+const CONSUMER_COLLECTIONS = new Set(['idempotency_inbox', 'webhook_endpoints', 'webhook_deliveries']);
+
+/**
+ * Tells the service's background work (relay, consumers) from the requests' at the wire: its commands are
+ * counted as `<name> <collection> (background)`, and so is the commit or abort of a transaction one of them
+ * ran in (matched by session id), which the per-request counts leave out.
+ */
+export class BackgroundWork {
+  private readonly sessions = new Set<string>();
+
+  /** The target to count the command under: its collection, or the collection marked `(background)`. */
+  target(name: string, message: WireMessage): string | undefined {
+    const target = commandTarget(message);
+    const inTransaction = message.bytes.includes(IN_TRANSACTION);
+    if (target !== undefined && (CONSUMER_COLLECTIONS.has(target) || (target === 'outbox_events' && !inTransaction))) {
+      const session = inTransaction ? sessionIdOf(message) : undefined;
+      if (session) this.sessions.add(session);
+      return `${target} (background)`;
+    }
+    if (name === 'commitTransaction' || name === 'abortTransaction') {
+      const session = sessionIdOf(message);
+      if (session && this.sessions.delete(session)) return '(background)';
+    }
+    return target;
+  }
 }
 
 /**
@@ -170,6 +194,19 @@ export function relayOrTarget(message: WireMessage, target: string | undefined):
  * name; `txnNumber` alone would not do, retryable writes outside a transaction carry it too.
  */
 const IN_TRANSACTION = Buffer.from('\x08autocommit\0', 'latin1');
+const LSID = Buffer.from('\x03lsid\0', 'latin1');
+const BINARY_ID = Buffer.from('\x05id\0', 'latin1');
+
+/** The session id (`lsid.id`, a 16-byte UUID) a command carries, as hex; undefined without one. */
+export function sessionIdOf(message: WireMessage): string | undefined {
+  const lsid = message.bytes.indexOf(LSID);
+  if (lsid < 0) return undefined;
+  const id = message.bytes.indexOf(BINARY_ID, lsid + LSID.length);
+  if (id < 0) return undefined;
+  const at = id + BINARY_ID.length;
+  const length = message.bytes.readInt32LE(at);
+  return message.bytes.toString('hex', at + 5, at + 5 + length);
+}
 
 /** after - before, per request (null without requests). */
 export function perRequest(
