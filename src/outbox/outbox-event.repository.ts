@@ -9,6 +9,20 @@ import { OUTBOX_SEQUENCE_MODEL, type OutboxSequence } from './schemas/outbox-seq
 export type PublishOutcome =
   { event: OutboxEvent; published: true } | { event: OutboxEvent; published: false; retryAt: Date; error: string };
 
+/** What a claim found: how many due candidates its window held, and the events it claimed. */
+export interface ClaimedBatch {
+  found: number;
+  events: OutboxEvent[];
+}
+
+type Candidate = Pick<OutboxEvent, '_id' | 'aggregateId' | 'sequence' | 'availableAt'>;
+
+/** A due event that is not its aggregate's oldest pending one, and that oldest one. */
+interface BlockedEvent {
+  event: Candidate;
+  head: Candidate;
+}
+
 export interface PendingStats {
   count: number;
   oldestCreatedAt: Date | null;
@@ -65,53 +79,91 @@ export class OutboxEventRepository {
 
   /**
    * Claims up to `limit` due events in three round trips whatever the limit
-   * (four when a candidate is not its aggregate's first event), and only the
-   * oldest pending event of each aggregate: an aggregate's later event waits
-   * while an earlier one is pending (in backoff, or in another relay's hands),
-   * so one aggregate's events reach the broker in commit order. Claiming moves
-   * availableAt to `heldUntil` (a relay that dies gives the batch back then)
-   * and stamps `claim`, the token the marks compare-and-set on. Returns the
-   * events as they are now: a change committed before the claim (an erasure)
-   * is never published in its earlier form.
+   * (four or five when a candidate is not its aggregate's first event), and
+   * only the oldest pending event of each aggregate: an aggregate's later
+   * event waits while an earlier one is pending (in backoff, or in another
+   * relay's hands), so one aggregate's events reach the broker in commit
+   * order. Claiming moves availableAt to `heldUntil` (a relay that dies gives
+   * the batch back then) and stamps `claim`, the token the marks
+   * compare-and-set on. `events` are the claimed events as they are now: a
+   * change committed before the claim (an erasure) is never published in its
+   * earlier form. `found` is how many due candidates the window held: a full
+   * window means more may be due, however few were claimed.
    */
-  async claimBatch(now: Date, heldUntil: Date, limit: number, claim: string): Promise<OutboxEvent[]> {
+  async claimBatch(now: Date, heldUntil: Date, limit: number, claim: string): Promise<ClaimedBatch> {
     const due = await this.events
-      .find({ status: 'pending', availableAt: { $lte: now } }, { _id: 1, aggregateId: 1, sequence: 1 })
+      .find({ status: 'pending', availableAt: { $lte: now } }, { _id: 1, aggregateId: 1, sequence: 1, availableAt: 1 })
       .sort({ availableAt: 1 })
       .limit(limit)
-      .lean<Pick<OutboxEvent, '_id' | 'aggregateId' | 'sequence'>[]>()
+      .lean<Candidate[]>()
       .exec();
-    if (due.length === 0) return [];
-    const heads = await this.aggregateHeads(due);
-    if (heads.length === 0) return [];
+    if (due.length === 0) return { found: 0, events: [] };
+    const { heads, blocked } = await this.aggregateHeads(due);
+    await this.moveBehindHeads(blocked, now);
+    if (heads.length === 0) return { found: due.length, events: [] };
     await this.events.updateMany(
       { _id: { $in: heads }, status: 'pending', availableAt: { $lte: now } },
       { $set: { availableAt: heldUntil, claim }, $inc: { attempts: 1 } },
     );
-    return this.events
+    const events = await this.events
       .find({ _id: { $in: heads }, claim, status: 'pending' })
       .lean<OutboxEvent[]>()
       .exec();
+    return { found: due.length, events };
   }
 
   /**
-   * The candidates that are their aggregate's oldest pending event. An
-   * event numbered 1 always is; an event without a sequence (an earlier
+   * Splits the candidates into their aggregate's oldest pending event (the
+   * heads) and the later events whose head is not among them (in backoff,
+   * held by another relay, or due but outside this window). An event
+   * numbered 1 always is a head; an event without a sequence (an earlier
    * release's) has no order to keep.
    */
-  private async aggregateHeads(due: Pick<OutboxEvent, '_id' | 'aggregateId' | 'sequence'>[]): Promise<string[]> {
+  private async aggregateHeads(due: Candidate[]): Promise<{ heads: string[]; blocked: BlockedEvent[] }> {
     const ordered = due.filter((event) => event.aggregateId !== undefined && event.sequence !== undefined && event.sequence > 1);
-    if (ordered.length === 0) return due.map((event) => event._id);
+    if (ordered.length === 0) return { heads: due.map((event) => event._id), blocked: [] };
     const pending = await this.events
       .find(
         { aggregateId: { $in: ordered.map((event) => event.aggregateId!) }, status: 'pending', sequence: { $exists: true } },
-        { aggregateId: 1, sequence: 1 },
+        { aggregateId: 1, sequence: 1, availableAt: 1 },
       )
-      .lean<Pick<OutboxEvent, '_id' | 'aggregateId' | 'sequence'>[]>()
+      .lean<Candidate[]>()
       .exec();
-    const first = new Map<string, number>();
-    for (const event of pending) first.set(event.aggregateId!, Math.min(first.get(event.aggregateId!) ?? Infinity, event.sequence!));
-    return due.filter((event) => !ordered.includes(event) || first.get(event.aggregateId!) === event.sequence).map((event) => event._id);
+    const first = new Map<string, Candidate>();
+    for (const event of pending) {
+      const known = first.get(event.aggregateId!);
+      if (!known || event.sequence! < known.sequence!) first.set(event.aggregateId!, event);
+    }
+    const isHead = (event: Candidate) => !ordered.includes(event) || first.get(event.aggregateId!)?.sequence === event.sequence;
+    const heads = due.filter(isHead);
+    const inWindow = new Set(heads.map((event) => event._id));
+    const blocked = due
+      .filter((event) => !isHead(event))
+      .map((event) => ({ event, head: first.get(event.aggregateId!)! }))
+      // A head claimed in this same pass is published (or backed off, its siblings with it) by the mark.
+      .filter(({ head }) => head !== undefined && !inWindow.has(head._id));
+    return { heads: heads.map((event) => event._id), blocked };
+  }
+
+  /**
+   * A later event whose head is not claimable now would take its place in
+   * every window sorted by availableAt (its commit time is earlier than the
+   * head's retry time): a window full of them claims nothing, ever, and every
+   * aggregate's events stall. Each is moved just behind its head (one bulk
+   * write), so the next window reaches past it; the head still goes first.
+   * Only events still due move: one another relay holds is left alone.
+   */
+  private async moveBehindHeads(blocked: BlockedEvent[], now: Date): Promise<void> {
+    if (blocked.length === 0) return;
+    await this.events.bulkWrite(
+      blocked.map(({ event, head }) => ({
+        updateOne: {
+          filter: { _id: event._id, status: 'pending' as const, availableAt: { $lte: now } },
+          update: { $set: { availableAt: new Date(Math.max(event.availableAt.getTime(), head.availableAt.getTime() + 1)) } },
+        },
+      })),
+      { ordered: false },
+    );
   }
 
   /**

@@ -84,10 +84,14 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     let published = 0;
     try {
       for (;;) {
-        const { claimed, ok } = await this.publishBatch();
+        const { found, ok } = await this.publishBatch();
         published += ok;
-        // A short batch: nothing more is due now. A full one: drain on, unless the service is stopping.
-        if (claimed < this.config.batchSize || this.stopping) break;
+        /*
+         * A short window: every due event was in it, nothing more is due now. A full one: drain on, unless the
+         * service is stopping, even when it claimed few or none (its later events waiting for their aggregate
+         * were moved out of the way, so the next window holds others).
+         */
+        if (found < this.config.batchSize || this.stopping) break;
       }
       const stats = await this.events.pendingStats();
       this.metrics.outboxBacklog.set(stats.count);
@@ -99,11 +103,11 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     return published;
   }
 
-  private async publishBatch(): Promise<{ claimed: number; ok: number }> {
+  private async publishBatch(): Promise<{ found: number; ok: number }> {
     const now = this.clock.now();
     const claim = randomUUID();
     // Held for twice the publish timeout: a relay that dies mid-batch gives the events back then.
-    const batch = await this.events.claimBatch(
+    const { found, events: batch } = await this.events.claimBatch(
       now,
       new Date(now.getTime() + 2 * this.config.publishTimeoutMs),
       this.config.batchSize,
@@ -112,7 +116,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     const outcomes = await Promise.all(batch.map((event) => this.publishOne(event)));
     if (outcomes.some((outcome) => outcome.published)) this.faults?.crashIf('after-event-publish');
     await this.events.markBatch(outcomes, claim, this.clock.now());
-    return { claimed: batch.length, ok: outcomes.filter((outcome) => outcome.published).length };
+    return { found, ok: outcomes.filter((outcome) => outcome.published).length };
   }
 
   private async publishOne(event: OutboxEvent): Promise<PublishOutcome> {

@@ -17,9 +17,20 @@ export interface AttemptResult {
 export class WebhookDeliveryRepository {
   constructor(@InjectModel(WEBHOOK_DELIVERY_MODEL) private readonly deliveries: Model<WebhookDelivery>) {}
 
-  /** In the consumer's transaction, with its inbox records: a redelivered event never reaches here. */
-  async insertMany(session: ClientSession, deliveries: WebhookDelivery[]): Promise<void> {
-    if (deliveries.length > 0) await this.deliveries.insertMany(deliveries, { session, ordered: true });
+  /**
+   * In the consumer's transaction, with its inbox records; one command for the
+   * batch. Each delivery is inserted only if its (event, endpoint) id is not
+   * there yet, and an existing one is left as it is (attempts, status): the
+   * inbox keeps a redelivered event out only while its record lives (30 days),
+   * and a stream read again after that (a recreated consumer) must create
+   * nothing new, nor fail the batch it came in.
+   */
+  async insertAbsent(session: ClientSession, deliveries: WebhookDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.deliveries.bulkWrite(
+      deliveries.map(({ _id, ...fields }) => ({ updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } })),
+      { session, ordered: true },
+    );
   }
 
   /** Pending deliveries due by `now` that no live worker holds, oldest due first. */

@@ -86,6 +86,6 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         }
       }
     }
-    await this.deliveries.insertMany(session, created);
+    await this.deliveries.insertAbsent(session, created);
   }
 }

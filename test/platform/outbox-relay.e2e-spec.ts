@@ -116,3 +116,99 @@ describe('outbox relay: claim, publish what was claimed, time out', () => {
     expect(second.payload.customerId).toMatch(/^erased_/);
   });
 });
+
+/** A clock the test moves: backoff and due times without waiting for them. */
+class MovableClock extends Clock {
+  constructor(private at: Date) {
+    super();
+  }
+  now(): Date {
+    return new Date(this.at);
+  }
+  advance(ms: number): void {
+    this.at = new Date(this.at.getTime() + ms);
+  }
+}
+
+describe('outbox relay: a due window full of events waiting for their aggregate', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // The app's own relay never ticks here: the relay under test is built by hand, with a batch of two and a clock it moves.
+    t = await startApp({
+      dbName: 'test_outbox_relay_blocked',
+      env: { OUTBOX_RELAY_INTERVAL_MS: '3600000' },
+      override: (builder) => builder.overrideProvider(EventPublisher).useClass(RecordingPublisher),
+    });
+  });
+  beforeEach(async () => t.reset());
+  afterAll(async () => t.close());
+
+  const event = (id: string, aggregateId: string, sequence: number, availableAt: Date) => ({
+    _id: id,
+    tenant: 'acme',
+    type: sequence === 1 ? 'order.completed' : 'order.refunded',
+    aggregateId,
+    schemaVersion: 1,
+    sequence,
+    payload: { id: aggregateId },
+    status: 'pending',
+    attempts: sequence === 1 ? 3 : 0,
+    availableAt,
+    createdAt: new Date(availableAt.getTime() - 600_000),
+    publishedAt: null,
+    lastError: null,
+  });
+
+  const relayWith = (clock: Clock) => {
+    const publisher = new RecordingPublisher();
+    const config = { ...t.app.get<OutboxConfig>(outboxConfig.KEY), batchSize: 2 };
+    return { publisher, relay: new OutboxRelay(t.app.get(OutboxEventRepository), publisher, t.app.get(MetricsService), clock, config) };
+  };
+
+  const expectOrderKept = (received: PublishedEvent[]) => {
+    const ids = received.map((published) => published.id);
+    expect([...ids].sort()).toEqual(['f-a', 'f-b', 'h-a', 'h-b']);
+    expect(ids.indexOf('h-a')).toBeLessThan(ids.indexOf('f-a'));
+    expect(ids.indexOf('h-b')).toBeLessThan(ids.indexOf('f-b'));
+  };
+
+  it('heads in backoff, later events committed during it: all four go out once the heads are due, each order in order', async () => {
+    const clock = new MovableClock(new Date());
+    const start = clock.now().getTime();
+    // The heads failed during a broker outage and retry in 5 s; the refunds committed meanwhile are due now, earlier than them.
+    await t.db
+      .collection('outbox_events')
+      .insertMany([
+        event('h-a', 'ord_a', 1, new Date(start + 5_000)),
+        event('h-b', 'ord_b', 1, new Date(start + 5_000)),
+        event('f-a', 'ord_a', 2, new Date(start - 10_000)),
+        event('f-b', 'ord_b', 2, new Date(start - 10_000)),
+      ] as never[]);
+    const { publisher, relay } = relayWith(clock);
+    expect(await relay.tick()).toBe(0);
+    clock.advance(6_000);
+    let published = 0;
+    for (let pass = 0; pass < 3 && published < 4; pass++) published += await relay.tick();
+    expect(published).toBe(4);
+    expectOrderKept(publisher.received);
+    expect(await t.db.collection('outbox_events').countDocuments({ status: 'published' })).toBe(4);
+  });
+
+  it('heads already due behind earlier later events: one pass publishes all four, each order in order', async () => {
+    const clock = new MovableClock(new Date());
+    const start = clock.now().getTime();
+    await t.db
+      .collection('outbox_events')
+      .insertMany([
+        event('h-a', 'ord_a', 1, new Date(start - 1_000)),
+        event('h-b', 'ord_b', 1, new Date(start - 1_000)),
+        event('f-a', 'ord_a', 2, new Date(start - 10_000)),
+        event('f-b', 'ord_b', 2, new Date(start - 10_000)),
+      ] as never[]);
+    const { publisher, relay } = relayWith(clock);
+    expect(await relay.tick()).toBe(4);
+    expectOrderKept(publisher.received);
+    expect(await t.db.collection('outbox_events').countDocuments({ status: 'published' })).toBe(4);
+  });
+});

@@ -104,6 +104,30 @@ describe('outgoing webhooks: the dispatcher on the stream', () => {
     );
   });
 
+  it('an event read again after its inbox record expired (a recreated consumer) creates nothing new and holds up no other event', async () => {
+    const r = await receiver();
+    await endpointFor(r);
+    await createOrders(1);
+    await t.app.get(OutboxRelay).tick();
+    const [old] = await outboxEvents();
+    await eventually('the delivery', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 1);
+    const delivered = await deliveries().findOne({ eventId: old._id });
+    // The inbox TTL (30 days) removed the record; deliveries have none. A new consumer re-reads the stream from its start.
+    await t.db.collection('idempotency_inbox').deleteMany({});
+    await createOrders(1);
+    const fresh = (await outboxEvents()).find((event) => event._id !== old._id)!;
+    const batch = [old, fresh].map((event) => ({ event: toCloudEvent(toPublishedEvent(event)), redeliveries: 0 }));
+
+    await t.app.get(WebhookDispatcher).record(batch);
+    await t.app.get(DeliveryWorkflow).pass();
+    await t.app.get(DeliveryWorkflow).settled();
+
+    expect(await deliveries().findOne({ eventId: old._id })).toEqual(delivered);
+    expect(await deliveries().countDocuments({ eventId: fresh._id })).toBe(1);
+    await eventually('the new event delivered', async () => r.received.length === 2);
+    expect(await deliveries().countDocuments()).toBe(2);
+  });
+
   it('two instances consuming and sending: every event reaches the endpoint once', async () => {
     const r = await receiver();
     await endpointFor(r);

@@ -102,6 +102,13 @@ describe('IdempotentMessages: a consumer applies each message once in effect', (
     expect(await inbox().countDocuments()).toBe(1);
   });
 
+  it("the effect's own duplicate key goes to the caller at once, not retried as an inbox race; nothing of the batch commits", async () => {
+    await effects().insertOne({ _id: 'effect_evt_dup', amount: 1 });
+    await expect(messages.handleBatch('ledger', [{ id: 'evt_dup', amount: 1 }], credit)).rejects.toMatchObject({ code: 11000 });
+    expect(runs).toBe(1);
+    expect(await inbox().countDocuments()).toBe(0);
+  });
+
   it('refuses a consumer name that could collide with another in the inbox id', async () => {
     await expect(messages.handle('a:b', { id: 'evt', amount: 1 }, credit)).rejects.toThrow('Invalid consumer name');
   });

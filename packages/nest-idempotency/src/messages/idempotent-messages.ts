@@ -110,8 +110,13 @@ export class IdempotentMessages implements OnModuleInit {
       try {
         return await this.transactions.run((session) => this.record(session, consumer, unique, effect));
       } catch (error) {
-        // Another instance recorded one of these messages after our read: the next round sees it as a duplicate.
-        if (!isDuplicateKey(error) || round >= MAX_ROUNDS) throw error;
+        /*
+         * Another instance recorded one of these messages after our read: the next round sees it as a
+         * duplicate. Only the inbox's own duplicate key means that; the effect's (a row it writes twice)
+         * is the caller's to handle, and would fail the same way every round.
+         */
+        if (!(error instanceof InboxRace)) throw error;
+        if (round >= MAX_ROUNDS) throw error.cause;
         this.logger.debug(`inbox race on a batch of ${consumer}, round ${round}`);
       }
     }
@@ -143,7 +148,11 @@ export class IdempotentMessages implements OnModuleInit {
         handledAt,
         expiresAt,
       }));
-      await this.inbox().insertMany(records, { session, ordered: true });
+      await this.inbox()
+        .insertMany(records, { session, ordered: true })
+        .catch((error: unknown) => {
+          throw isDuplicateKey(error) ? new InboxRace(error) : error;
+        });
       await effect(session, handled);
     }
     return { handled, duplicates };
@@ -151,6 +160,14 @@ export class IdempotentMessages implements OnModuleInit {
 
   private inbox() {
     return this.connection.collection<InboxRecord>(this.collectionName);
+  }
+}
+
+/** The inbox insert hit another instance's record of a message of the batch: a race a next round resolves. */
+class InboxRace extends Error {
+  constructor(override readonly cause: unknown) {
+    super('an inbox record of the batch was written concurrently', { cause });
+    this.name = 'InboxRace';
   }
 }
 
