@@ -21,6 +21,7 @@ import { OrderWorkflow } from '../orders/order-workflow.js';
 import { orderIdForClaim, type Order } from '../orders/order.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { CREATE_ORDER_OPERATION } from '../orders/orders.service.js';
+import { RefundNotFoundError } from '../refunds/refunds.errors.js';
 import { REFUND_OPERATION, RefundsService } from '../refunds/refunds.service.js';
 
 /** A finished cancel whose refund, or the refunds it found, failed at the provider afterwards: the order is charged again. */
@@ -156,11 +157,13 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     if (!orderId || (view.outcome !== 'refunded' && view.outcome !== 'nothing_to_undo')) return view;
     const order = await this.orders.findForTenant(tenant, orderId);
     if (!order) return view;
+    // Final money only, as settle() decides: a refund still in flight is not money given back. Once others gave
+    // it all back (a refund by id after the failure, as the docs advise), no refund failed that still matters.
+    if (order.capturedMinor <= order.refundedMinor) return view;
     const refundId = view.references.refundId;
-    const failed = refundId
-      ? (await this.refunds.get(tenant, orderId, refundId).catch(() => null))?.state === 'failed'
-      : // Final money only, as settle() decides: a refund still in flight is not money given back.
-        order.capturedMinor > order.refundedMinor;
+    // A store error surfaces (503) rather than answering from a guess; only a refund that is not there counts as not failed.
+    const own = refundId ? await this.refunds.get(tenant, orderId, refundId).catch(notFoundAsNull) : null;
+    const failed = refundId ? own?.state === 'failed' : true;
     return failed ? { ...view, outcome: REFUND_FAILED } : view;
   }
 
@@ -238,6 +241,11 @@ function undoVoidError(error: unknown): unknown {
  * cancel's, never the client's, so none may reach the client as a 409
  * idempotency_key_in_use or a 422 idempotency_key_reused about it.
  */
+function notFoundAsNull(error: unknown): null {
+  if (error instanceof RefundNotFoundError) return null;
+  throw error;
+}
+
 function undoError(error: unknown): unknown {
   if (error instanceof IdempotencyKeyInUseError) {
     return new CancelInProgressError("This key's undo refund is in flight", error.retryAfterSeconds ?? 1);

@@ -103,7 +103,7 @@ export class StripePaymentGateway extends PaymentGateway {
     const found = await this.openIntent(request, 'authorize');
     switch (found.outcome) {
       case 'authorized':
-        return { outcome: 'authorized', authorization: await this.withCaptureDeadline(found.authorization) };
+        return found;
       case 'declined':
       case 'canceled':
         return found;
@@ -208,8 +208,17 @@ export class StripePaymentGateway extends PaymentGateway {
     return this.settleCharge({ ...entry, call: journaledByEarlierRelease(entry.call, call) ? entry.call : call }, 'request');
   }
 
-  /** The charge under a journaled key, by the key window's rule (key-window.ts) for whoever asks. */
+  /**
+   * The charge under a journaled key, by the key window's rule (key-window.ts)
+   * for whoever asks; an authorization with its real capture deadline, so the
+   * request, the reaper and a cancel by key all see the same one.
+   */
   private async settleCharge(entry: JournalEntry, caller: KeyCaller): Promise<ReconcileResult> {
+    const result = await this.chargeUnderKey(entry, caller);
+    return result.outcome === 'authorized' ? { ...result, authorization: await this.withCaptureDeadline(result.authorization) } : result;
+  }
+
+  private async chargeUnderKey(entry: JournalEntry, caller: KeyCaller): Promise<ReconcileResult> {
     const next = keyStep(entry, this.clock.now(), caller);
     switch (next.step) {
       case 'canceled':
@@ -224,7 +233,7 @@ export class StripePaymentGateway extends PaymentGateway {
         if (intent) return this.intentOutcome(intent);
         const reread = await this.pastWindowWithNothing(entry, next.ifNothing);
         return reread
-          ? this.settleCharge({ ...reread, call: reread.call.kind === 'canceled' ? reread.call : entry.call }, caller)
+          ? this.chargeUnderKey({ ...reread, call: reread.call.kind === 'canceled' ? reread.call : entry.call }, caller)
           : this.replayIntent(entry);
       }
     }

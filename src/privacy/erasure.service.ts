@@ -10,13 +10,14 @@ import {
 } from '@idempotent-orders/nest-idempotency';
 import { OrdersService } from '../orders/orders.service.js';
 import { OutboxService } from '../outbox/outbox.service.js';
+import { WebhookEndpointsService } from '../webhook-endpoints/webhook-endpoints.service.js';
 import type { Erasure } from './erasure.js';
 import { ErasureRepository, type DueInvalidation } from './erasure.repository.js';
 
 /**
  * Right to erasure, in one transaction: stored idempotent responses become
  * 410 `response_erased`, orders and events carry a pseudonym instead of the
- * customer id, and the ledger keeps every amount (it names orders, not
+ * customer id (so do recorded webhook deliveries), and the ledger keeps every amount (it names orders, not
  * people). The erasure itself is recorded without the customer id.
  *
  * With the Redis fast path, the subject's cached answers are marked before
@@ -33,6 +34,7 @@ export class ErasureService {
     private readonly digests: SubjectDigests,
     private readonly orders: OrdersService,
     private readonly outbox: OutboxService,
+    private readonly webhooks: WebhookEndpointsService,
     private readonly erasures: ErasureRepository,
     private readonly clock: Clock,
   ) {}
@@ -57,6 +59,8 @@ export class ErasureService {
         cacheGuardUntil: new Date(Math.max(erasedAt.getTime(), ...erasedRecords.map((record) => record.expiresAt.getTime()))),
         cacheInvalidatedAt: this.idempotency.cacheEnabled && erasedRecords.length > 0 ? null : erasedAt,
       };
+      // Recorded webhook deliveries hold the event's body as sent; a retry must not send the real id again.
+      await this.webhooks.eraseCustomer(session, tenant, customerId, pseudonym);
       await this.erasures.record(session, erasure);
       return erasure;
     });

@@ -98,8 +98,46 @@ export class WebhookDeliveryRepository {
       .exec();
   }
 
+  // --- Erasure (right to be forgotten); added apart from the insert path above. ---
+
+  /**
+   * In the erasure's transaction: every delivery of this tenant whose body
+   * names the customer gets the pseudonym instead, so a later attempt
+   * (scheduled or manual) never sends the real id again. The body is stored
+   * as the exact string each attempt sends (and signs at send time), so it is
+   * parsed, changed and written back whole. The tenant is the prefix of the
+   * endpoint_deliveries index; the substring match then reads only that
+   * tenant's deliveries (erasures are rare, a tenant's deliveries bounded by
+   * their retention), which spares every delivery a customer field and index.
+   * `updatedAt` moves, so a worker holding an older read fails its claim and
+   * reads the new body.
+   */
+  async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string, now: Date): Promise<number> {
+    const fragment = `"customerId":${JSON.stringify(customerId)}`;
+    const named = await this.deliveries
+      .find({ tenant, payload: { $regex: escapeRegExp(fragment) } }, { _id: 1, payload: 1 })
+      .session(session)
+      .lean<Pick<WebhookDelivery, '_id' | 'payload'>[]>()
+      .exec();
+    const writes = named.flatMap((delivery) => {
+      const event = JSON.parse(delivery.payload) as { data?: { customerId?: unknown } };
+      if (event.data?.customerId !== customerId) return [];
+      event.data.customerId = pseudonym;
+      const payload = JSON.stringify(event);
+      return [{ updateOne: { filter: { _id: delivery._id }, update: { $set: { payload, updatedAt: now } } } }];
+    });
+    if (writes.length === 0) return 0;
+    const result = await this.deliveries.bulkWrite(writes, { session, ordered: true });
+    return result.modifiedCount;
+  }
+
   /** Pending deliveries: the consumer lag a merchant's endpoints add (the gauge). */
   countPending(): Promise<number> {
     return this.deliveries.countDocuments({ status: 'pending' }).exec();
   }
+}
+
+/** A literal string as a regular expression (the customer id is the caller's text). */
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -44,7 +44,7 @@ const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, ver
     IdempotentMessages.provider(),
     { provide: WEBHOOK_RESOLVER, useValue: systemResolver },
   ],
-  exports: [DeliveryWorkflow, WebhookDispatcher],
+  exports: [DeliveryWorkflow, WebhookDispatcher, WebhookEndpointsService],
 })
 export class WebhookEndpointsModule implements OnModuleInit {
   constructor(

@@ -143,6 +143,11 @@ export class WebhookEndpointsService {
     if (!result.replayed) this.workflow.kick();
     return result;
   }
+
+  /** In the erasure's transaction: recorded deliveries carry the pseudonym from now on (returns how many changed). */
+  eraseCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
+    return this.deliveries.pseudonymizeCustomer(session, tenant, customerId, pseudonym, this.clock.now());
+  }
 }
 
 function json(status: number, body: object, location?: string): IdempotentResponse {

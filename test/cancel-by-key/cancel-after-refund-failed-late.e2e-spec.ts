@@ -1,4 +1,5 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { RefundsService } from '../../src/refunds/refunds.service.js';
 import { StripeFake, type FakeEvent } from '../support/stripe-fake/stripe-fake.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
@@ -90,5 +91,38 @@ describe('cancel by key after the refund it counted on fails late', () => {
     await failLate(refunded.body.id as string);
     expect(await order(orderId)).toMatchObject({ state: 'saved', refundedMinor: 0 });
     expect((await cancel('late-cancel-2').expect(200)).body).toMatchObject({ status: 'canceled', outcome: 'refund_failed', orderId });
+  });
+
+  it('once the client gave the money back by a refund by id (as the docs advise), the repeat no longer answers refund_failed', async () => {
+    const orderId = (await create('late-cancel-3').expect(201)).body.id as string;
+    const first = await cancel('late-cancel-3').expect(200);
+    const refundId = first.body.refundId as string;
+    await failLate(refundId);
+    await t
+      .http()
+      .post(`/v1/orders/${orderId}/refunds`)
+      .set(auth())
+      .set('Idempotency-Key', 'late-cancel-3-refund')
+      .send({ amountMinor: 2500, reason: 'requested_by_customer' })
+      .expect(201);
+    expect(await order(orderId)).toMatchObject({ capturedMinor: 2500, refundedMinor: 2500 });
+    const repeat = await cancel('late-cancel-3').expect(200);
+    expect(repeat.body).toMatchObject({ status: 'canceled', outcome: 'refunded', orderId, refundId });
+  });
+
+  it("a store error reading the cancel's own refund is a 503, never a stale answer", async () => {
+    const orderId = (await create('late-cancel-4').expect(201)).body.id as string;
+    const refundId = (await cancel('late-cancel-4').expect(200)).body.refundId as string;
+    await failLate(refundId);
+    const down = Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' });
+    const get = jest.spyOn(t.app.get(RefundsService), 'get').mockRejectedValueOnce(down);
+    try {
+      const res = await cancel('late-cancel-4');
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('store_unavailable');
+    } finally {
+      get.mockRestore();
+    }
+    expect((await cancel('late-cancel-4').expect(200)).body).toMatchObject({ outcome: 'refund_failed', orderId });
   });
 });

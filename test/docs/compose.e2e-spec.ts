@@ -75,6 +75,19 @@ describe('docker-compose.yml: MongoDB with auth', () => {
   });
 });
 
+describe('docker-compose.yml: the NATS broker', () => {
+  it('gives nats-server its password by environment and a read-only config file, never on its command line', () => {
+    const nats = services.nats;
+    expect(commandOf(nats)).not.toMatch(/--pass|--user|NATS_PASSWORD/);
+    expect(nats.environment?.NATS_PASSWORD).toMatch(/^\$\{NATS_PASSWORD:\?.+\}$/);
+    const config = [...bindMounts(nats)].find(([host]) => host === 'ops/nats/nats.conf');
+    expect(nats.volumes).toContain(`./ops/nats/nats.conf:${config?.[1]}:ro`);
+    expect(commandOf(nats)).toContain(`-c ${config?.[1]}`);
+    expect(read('ops/nats/nats.conf')).toMatch(/authorization\s*\{\s*user:\s*orders\s+password:\s*\$NATS_PASSWORD\s*\}/);
+    expect(services.api.environment?.NATS_URL).toMatch(/^nats:\/\/orders:\$\{NATS_PASSWORD:\?[^}]+\}@nats:4222$/);
+  });
+});
+
 describe('docker-compose.yml: the observability profile', () => {
   it('runs Prometheus and Grafana only in that profile, published on loopback only', () => {
     for (const name of ['prometheus', 'grafana']) {

@@ -8,6 +8,7 @@ import type { CloudEvent } from '../../src/outbox/cloud-event.js';
 import { EventSubscriber } from '../../src/outbox/event-subscriber.port.js';
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+import { deliver, newWebhookSecret } from '../support/webhooks.js';
 
 /** Stoplight's DiagnosticSeverity.Error (the parser's diagnostics type it from a copy of its own). */
 const ERROR = 0;
@@ -56,9 +57,10 @@ describe('docs/asyncapi.yaml: the contract for consumers', () => {
 describe('every event the flows emit validates against docs/asyncapi.yaml', () => {
   let t: TestApp;
   const received: CloudEvent[] = [];
+  const secret = newWebhookSecret();
 
   beforeAll(async () => {
-    t = await startApp({ dbName: 'test_events_contract' });
+    t = await startApp({ dbName: 'test_events_contract', env: { WEBHOOK_SECRETS: secret } });
     await t.app.get(EventSubscriber).subscribe('contract-test', async (batch) => {
       received.push(...batch.map((delivered) => delivered.event));
     });
@@ -67,9 +69,31 @@ describe('every event the flows emit validates against docs/asyncapi.yaml', () =
 
   const post = (path: string, key: string, body?: object) => t.http().post(path).set(auth()).set('Idempotency-Key', key).send(body);
 
-  it('orders, capture and void, refunds, cancel by key: each event has a schema and validates', async () => {
+  it('orders, capture and void, refunds (one failing late), expiry, cancel by key: each event has a schema and validates', async () => {
     const paid = (await post('/v1/orders', 'k-paid', orderBody()).expect(201)).body.id as string;
     await post(`/v1/orders/${paid}/refunds`, 'r-paid', { amountMinor: 500, reason: 'requested_by_customer' }).expect(201);
+    // A refund the provider fails after answering it (its refund.failed webhook): order.refund_failed.
+    const failing = (
+      await post(`/v1/orders/${paid}/refunds`, 'r-fails', { amountMinor: 1000, reason: 'requested_by_customer' }).expect(201)
+    ).body as { id: string; providerRefundId: string };
+    const failure = {
+      id: 'evt_refund_failed_contract',
+      type: 'refund.failed',
+      timestamp: new Date(),
+      data: {
+        refundKey: `refund:${failing.id}`,
+        providerRefundId: failing.providerRefundId,
+        amountMinor: 1000,
+        currency: 'USD',
+        failureReason: 'expired_or_canceled_card',
+      },
+    };
+    await deliver(t, secret, failure as never).expect(200);
+    // An authorization the provider let lapse, found by a capture: order.expired.
+    const lapsed = (
+      await post('/v1/orders', 'k-lapsed', orderBody({ capture: 'manual', paymentMethod: { token: 'tok_auth_expires' } })).expect(201)
+    ).body.id as string;
+    await post(`/v1/orders/${lapsed}/capture`, 'c-lapsed', {}).expect(422);
     const captured = (await post('/v1/orders', 'k-capture', orderBody({ capture: 'manual' })).expect(201)).body.id as string;
     await post(`/v1/orders/${captured}/capture`, 'c-capture', {}).expect(200);
     const voided = (await post('/v1/orders', 'k-void', orderBody({ capture: 'manual' })).expect(201)).body.id as string;
@@ -81,7 +105,7 @@ describe('every event the flows emit validates against docs/asyncapi.yaml', () =
     while ((await relay.tick()) > 0);
     expect(received.length).toBe(await t.db.collection('outbox_events').countDocuments({}));
     expect(new Set(received.map((event) => event.type))).toEqual(
-      new Set(['order.completed', 'order.refunded', 'order.captured', 'order.voided']),
+      new Set(['order.completed', 'order.refunded', 'order.refund_failed', 'order.captured', 'order.voided', 'order.expired']),
     );
     expect(received.some((event) => event.type === 'order.refunded' && event.data.reason === 'key_canceled')).toBe(true);
 

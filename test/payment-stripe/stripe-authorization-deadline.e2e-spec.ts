@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
 import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
 
@@ -55,6 +56,19 @@ describe('Stripe: the authorization deadline is the card charge capture_before',
     const expected = ((intent.created as number) + 2 * 24 * 60 * 60) * 1000;
     expect(new Date(body.authorizationExpiresAt).getTime()).toBe(expected);
     expect((stored.authorizationExpiresAt as Date).getTime()).toBe(expected);
+  });
+
+  it('the reaper and a cancel by key (chargeOrCancel) see the same 2-day deadline as the request', async () => {
+    fake.authorizationLifetimeSeconds = 2 * 24 * 60 * 60;
+    const gateway = t.app.get(PaymentGateway);
+    // The request authorized at Stripe and died before storing anything: the reaper's look at its key finds the authorization.
+    const request = { chargeKey: 'chg_deadline_reaper', amountMinor: 2500, currency: 'USD', paymentToken: 'tok_visa', reference: 'ord_x' };
+    expect((await gateway.authorize(request)).outcome).toBe('authorized');
+    const [intent] = [...fake.intents.values()];
+    const expected = ((intent.created as number) + 2 * 24 * 60 * 60) * 1000;
+    const settled = await gateway.chargeOrCancel(request.chargeKey);
+    expect(settled.outcome).toBe('authorized');
+    expect(settled.outcome === 'authorized' && settled.authorization.expiresAt.getTime()).toBe(expected);
   });
 
   it('the usual 7 days when Stripe reports 7', async () => {

@@ -267,6 +267,48 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
       .expect(404);
   });
 
+  it("an erasure reaches recorded deliveries: a retry after it sends the pseudonym, validly signed; another tenant's are untouched", async () => {
+    const [ra, rb] = [await receiver(), await receiver()];
+    const a = await endpointFor(ra, 'acme');
+    await endpointFor(rb, 'globex');
+    const orderOf = async (tenant: Tenant) => {
+      const body = orderBody({ customerId: 'cus_erase_me' });
+      await t.http().post('/v1/orders').set(auth(tenant)).set('Idempotency-Key', `order-${++seq}`).send(body).expect(201);
+    };
+    await orderOf('acme');
+    await orderOf('globex');
+    await t.app.get(OutboxRelay).tick();
+    await eventually('both deliveries', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 2);
+    const [delivered] = await deliveries()
+      .find({ tenant: 'acme' } as never)
+      .toArray();
+    const eventId = (delivered as unknown as { eventId: string }).eventId;
+
+    await t.http().delete('/v1/customers/cus_erase_me/data').set(auth('acme')).expect(200);
+    const payloads = async (tenant: Tenant) =>
+      (
+        await deliveries()
+          .find({ tenant } as never)
+          .toArray()
+      ).map((d) => (d as unknown as { payload: string }).payload);
+    expect((await payloads('acme')).join()).not.toContain('cus_erase_me');
+    expect(JSON.parse((await payloads('acme'))[0])).toMatchObject({ id: eventId, data: { customerId: expect.stringMatching(/^erased_/) } });
+    expect((await payloads('globex'))[0]).toContain('cus_erase_me');
+
+    await t
+      .http()
+      .post(`/v1/webhook-endpoints/${a.id}/deliveries/${eventId}/retry`)
+      .set(auth())
+      .set('Idempotency-Key', 'retry-erased')
+      .expect(202);
+    await eventually('the retry', () => ra.received.length === 2);
+    const { headers, body } = ra.received[1];
+    expect(body).not.toContain('cus_erase_me');
+    // Signed at send time over the bytes sent: the receiver's check passes on the rewritten body.
+    expect(new Webhook(a.secret).verify(body, headers as Record<string, string>)).toMatchObject({ id: eventId });
+    expect(body).toBe((await payloads('acme'))[0]);
+  });
+
   it('a receiver that hangs is cut at the timeout and retried', async () => {
     const r = await receiver();
     r.behaviour = (n, res) => (n === 1 ? r.hang(n, res) : answer(200)(n, res));

@@ -62,6 +62,13 @@ class NotesController {
     return { id: note._id, text: note.text };
   }
 
+  /** The create with the duplicate guard: a body another key sent within the window is 409 possible_duplicate. */
+  @Post('guarded')
+  @Idempotent({ operation: 'notes.guarded', duplicateGuard: true })
+  async createGuarded(@Body(NoteText) body: NoteBody, @IdempotencySession() session: ClientSession) {
+    return this.create(body, session);
+  }
+
   /** A keyed action on one note: 200 (`@HttpCode`), the note's id only in the path. */
   @Post(':id/pin')
   @HttpCode(200)
@@ -91,13 +98,15 @@ describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the tr
       options: {
         inFlight: { waitMs: 200 },
         lockTimeoutMs: 1_500,
+        duplicateGuard: { windowSeconds: 60 },
         retryable: (error) => (error instanceof Error && error.message === 'ledger busy' ? 2 : undefined),
       },
     });
   });
   beforeEach(async () => {
     Object.assign(behaviour, { runs: 0, written: 0, holdFirst: null, fail: null });
-    for (const name of ['idempotency_records', 'idempotency_tombstones', 'notes']) await t.db.collection(name).deleteMany({});
+    for (const name of ['idempotency_records', 'idempotency_tombstones', 'idempotency_duplicate_guard', 'notes'])
+      await t.db.collection(name).deleteMany({});
   });
   afterAll(async () => t?.close());
 
@@ -259,6 +268,19 @@ describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the tr
     expect((await post('n-9', { text: '' })).status).toBe(400);
     expect((await post('n-9', { text: '' })).status).toBe(400);
     expect(await recordOf('n-9')).toBeNull();
+  });
+
+  it("a refused body's claim takes its duplicate-guard entry with it: another key may send that body, never pointed at the key's later resource", async () => {
+    const guard = () => t.db.collection<{ recordId: string }>('idempotency_duplicate_guard');
+    expect((await post('g-1', { text: '' }, '/notes/guarded')).status).toBe(400);
+    expect(await recordOf('g-1', 'notes.guarded')).toBeNull();
+    expect(await guard().countDocuments()).toBe(0);
+    // The key then used for another body: its record is the one a stale entry of the refused body would point at.
+    expect((await post('g-1', { text: 'milk' }, '/notes/guarded')).status).toBe(201);
+    const other = await post('g-2', { text: '' }, '/notes/guarded');
+    expect(other.status).toBe(400);
+    expect(other.body.code).not.toBe('possible_duplicate');
+    expect((await guard().find({}).toArray()).map((entry) => entry.recordId)).toEqual([`acme:widgets-service:notes.guarded:key:g-1`]);
   });
 
   it('an error the handler throws after it started still binds the key to its body (the refusal rule is about pipes only)', async () => {

@@ -10,6 +10,7 @@ import { newLease } from './record.js';
 import { StoredResponses } from './stored-responses.js';
 import { tombstoneFor } from './tombstones.js';
 import { TombstoneRepository } from '../store/tombstone.repository.js';
+import { DuplicateGuardRepository } from '../store/duplicate-guard.repository.js';
 
 /**
  * The fenced writes a consumer makes inside its own transactions while it
@@ -25,6 +26,7 @@ export class IdempotencyAttempts {
     private readonly records: IdempotencyRecordRepository,
     private readonly responses: StoredResponses,
     private readonly tombstones: TombstoneRepository,
+    private readonly guard: DuplicateGuardRepository,
     private readonly metrics: IdempotencyMetrics,
     private readonly clock: IdempotencyClock,
     @Inject(IDEMPOTENCY_SETTINGS) private readonly config: IdempotencySettings,
@@ -54,11 +56,16 @@ export class IdempotencyAttempts {
   /**
    * Gives a claim back as if it was never made: the record is deleted while
    * this lease still holds it (simple mode, a request refused before its
-   * handler ran). False when the lease was lost first.
+   * handler ran), and with it the duplicate-guard entry the claim took, both
+   * in `session`'s transaction. False when the lease was lost first.
    */
-  async withdraw(lease: Lease): Promise<boolean> {
+  async withdraw(session: ClientSession, lease: Lease): Promise<boolean> {
     if (this.config.bypass) return true;
-    return this.metrics.timeStore('withdraw', () => this.records.withdraw(lease));
+    return this.metrics.timeStore('withdraw', async () => {
+      if (!(await this.records.withdraw(lease, session))) return false;
+      await this.guard.releaseRecord(session, lease.recordId);
+      return true;
+    });
   }
 
   /**

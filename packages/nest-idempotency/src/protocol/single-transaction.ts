@@ -114,7 +114,7 @@ export class SingleTransactionWorks {
    */
   private async withdraw(lease: Lease, refusal: unknown): Promise<unknown> {
     try {
-      if (await this.attempts.withdraw(lease)) return new AttemptFailedError(refusal);
+      if (await this.transactions.run((session) => this.attempts.withdraw(session, lease))) return new AttemptFailedError(refusal);
     } catch (failure) {
       this.logger.warn(`Could not withdraw the refused claim of ${lease.recordId}: ${(failure as Error).message}`);
     }

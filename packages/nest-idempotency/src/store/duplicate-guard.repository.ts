@@ -52,6 +52,15 @@ export class DuplicateGuardRepository {
     await this.native.deleteOne({ _id: holder._id, recordId: holder.recordId, until: holder.until });
   }
 
+  /**
+   * With a withdrawn claim, in its transaction: the entry this record held
+   * goes too. Left behind, it would point a later request with that body at
+   * whatever the key is used for next (another body's resource).
+   */
+  async releaseRecord(session: ClientSession, recordId: string): Promise<void> {
+    await this.native.deleteMany({ recordId }, { session });
+  }
+
   /** `Idempotency-Intent: new`: this record becomes the body's holder, whoever held it. */
   async replace(session: ClientSession, entry: DuplicateGuardEntry): Promise<void> {
     await this.native.replaceOne({ _id: entry._id }, entry, { session, upsert: true });

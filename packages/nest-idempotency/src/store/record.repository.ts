@@ -256,8 +256,8 @@ export class IdempotencyRecordRepository {
   }
 
   /** Deletes a pending record while `lease` holds it: a claim withdrawn before any work ran. */
-  async withdraw(lease: Lease): Promise<boolean> {
-    const result = await this.native.deleteOne({ _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner });
+  async withdraw(lease: Lease, session?: ClientSession): Promise<boolean> {
+    const result = await this.native.deleteOne({ _id: lease.recordId, status: 'pending', 'lease.owner': lease.owner }, { session });
     return result.deletedCount === 1;
   }
 

@@ -170,6 +170,8 @@ export const DuplicateGuardSchema = new Schema<DuplicateGuardEntry>(
 
 // Garbage collection only: a claim treats an entry past `until` as absent itself.
 DuplicateGuardSchema.index({ until: 1 }, { expireAfterSeconds: 0, name: 'duplicate_guard_ttl' });
+// A withdrawn claim (simple mode, a body a pipe refused) deletes its record's entry by record id.
+DuplicateGuardSchema.index({ recordId: 1 }, { name: 'duplicate_guard_record' });
 
 /**
  * The package's own tokens of its models and connection, aliased in the
