@@ -25,10 +25,7 @@ describe('cancel by key after the refund it counted on fails late', () => {
     t = await startApp({
       dbName: 'test_cancel_refund_failed_late',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(WEBHOOK_SECRET),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

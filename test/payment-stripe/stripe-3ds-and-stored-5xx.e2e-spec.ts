@@ -29,10 +29,7 @@ describe('Stripe adapter: 3-D Secure cards and stored 5xx on operations', () => 
     t = await startApp({
       dbName: 'test_stripe_3ds_stored_5xx',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: 'whsec_fake0123456789abcdef',
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

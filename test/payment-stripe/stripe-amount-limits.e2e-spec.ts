@@ -17,10 +17,7 @@ describe('Stripe: order totals the provider refuses are a 422 before the claim',
     t = await startApp({
       dbName: 'test_stripe_amount_limits',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: 'whsec_fake0123456789abcdef',
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

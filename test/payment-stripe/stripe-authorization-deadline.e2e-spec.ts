@@ -19,10 +19,7 @@ describe('Stripe: the authorization deadline is the card charge capture_before',
     t = await startApp({
       dbName: 'test_stripe_authorization_deadline',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: 'whsec_fake0123456789abcdef',
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

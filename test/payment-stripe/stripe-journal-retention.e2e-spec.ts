@@ -24,10 +24,7 @@ describe('Stripe request journal retention', () => {
       dbName: 'test_stripe_journal_retention',
       keepData: true,
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: 'whsec_fake0123456789abcdef',
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(),
         STRIPE_MAX_NETWORK_RETRIES: '0',
         IDEMPOTENCY_TTL_SECONDS: String(TTL_SECONDS),
         IDEMPOTENCY_TOMBSTONE_SECONDS: String(TOMBSTONE_SECONDS),

@@ -27,10 +27,7 @@ describe('PAYMENT_PROVIDER=stripe: the README flows against the Stripe fake', ()
     t = await startApp({
       dbName: 'test_stripe_provider',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(WEBHOOK_SECRET),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

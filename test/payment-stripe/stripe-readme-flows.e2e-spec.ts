@@ -29,10 +29,7 @@ describe('PAYMENT_PROVIDER=stripe: charge, capture, void, refund, cancel by key 
     t = await startApp({
       dbName: 'test_stripe_readme_flows',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(WEBHOOK_SECRET),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

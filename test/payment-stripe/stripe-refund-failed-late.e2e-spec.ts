@@ -24,10 +24,7 @@ describe('PAYMENT_PROVIDER=stripe: a refund that fails after it succeeded', () =
     t = await startApp({
       dbName: 'test_stripe_refund_failed_late',
       env: {
-        PAYMENT_PROVIDER: 'stripe',
-        STRIPE_SECRET_KEY: 'sk_test_fake0123456789',
-        STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        STRIPE_API_BASE: `http://127.0.0.1:${fake.port}`,
+        ...fake.serviceEnv(WEBHOOK_SECRET),
         STRIPE_MAX_NETWORK_RETRIES: '0',
       },
     });

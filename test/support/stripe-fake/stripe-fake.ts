@@ -103,6 +103,16 @@ export class StripeFake {
     return (this.server!.address() as AddressInfo).port;
   }
 
+  /** The service's settings for the Stripe adapter on this fake (the test adds its own, e.g. STRIPE_MAX_NETWORK_RETRIES). */
+  serviceEnv(webhookSecret = 'whsec_fake0123456789abcdef'): Record<string, string> {
+    return {
+      PAYMENT_PROVIDER: 'stripe',
+      STRIPE_SECRET_KEY: this.secretKey,
+      STRIPE_WEBHOOK_SECRET: webhookSecret,
+      STRIPE_API_BASE: `http://127.0.0.1:${this.port}`,
+    };
+  }
+
   /** What to give the SDK (or STRIPE_API_BASE). */
   get apiBase(): { host: string; port: number; protocol: 'http' } {
     return { host: '127.0.0.1', port: this.port, protocol: 'http' };
