@@ -54,7 +54,8 @@ describe.each(TRANSPORTS)('outgoing webhooks: the service SIGKILLed mid-delivery
     await killAllServices();
     if (dbs) {
       await emptyDatabases(dbs);
-      for (const name of ['webhook_endpoints', 'webhook_deliveries', 'idempotency_inbox']) await dbs.db.collection(name).deleteMany({});
+      for (const name of ['webhook_endpoints', 'webhook_deliveries', 'idempotency_inbox', 'restart_barrier'])
+        await dbs.db.collection(name).deleteMany({});
     }
   });
   afterAll(async () => {
@@ -92,6 +93,11 @@ describe.each(TRANSPORTS)('outgoing webhooks: the service SIGKILLed mid-delivery
     await first.waitForExit();
     const inFlight = receiver.received.map((r) => r.headers['webhook-id']);
     receiver.behaviour = answer(200);
+    // The kill can land inside one of the dead process's transactions (its relay and dispatcher run every 100 ms).
+    // The store gives such a transaction up on its own (mongod after transactionLifetimeLimitSeconds, the emulator's
+    // proxy after 5 s idle), and until then a write outside any transaction waits behind it - as the restarted
+    // service's index build at boot would, past its 3 s socket timeout. This write returns once it is given up.
+    await dbs.db.collection('restart_barrier').insertOne({ after: 'kill' });
 
     // Started again on the same database: its workers take the dead worker's deliveries once their leases lapse.
     const second = await startService({ dbName, env, label: 'second' });
