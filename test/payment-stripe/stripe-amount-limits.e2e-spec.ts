@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
-import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+import { describe, expect, it } from '@jest/globals';
+import { useStripeTestApp } from '../support/stripe-fake/stripe-test-app.js';
+import { auth, orderBody } from '../support/test-app.js';
 
 /**
  * Amounts Stripe refuses (below its per-currency minimum, above 8 digits, a
@@ -9,31 +9,11 @@ import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js'
  * item 3). Nothing is written and nothing reaches Stripe.
  */
 describe('Stripe: order totals the provider refuses are a 422 before the claim', () => {
-  const fake = new StripeFake();
-  let t: TestApp;
-
-  beforeAll(async () => {
-    await fake.start();
-    t = await startApp({
-      dbName: 'test_stripe_amount_limits',
-      env: {
-        ...fake.serviceEnv(),
-        STRIPE_MAX_NETWORK_RETRIES: '0',
-      },
-    });
-  });
-  beforeEach(async () => {
-    fake.reset();
-    await t.reset();
-  });
-  afterEach(() => expect(fake.violations.splice(0)).toEqual([]));
-  afterAll(async () => {
-    await t?.close();
-    await fake.stop();
-  });
+  const stripe = useStripeTestApp('test_stripe_amount_limits');
+  const fake = stripe.fake;
 
   const create = (key: string, currency: string, unitPriceMinor: number, quantity = 1) =>
-    t
+    stripe.app
       .http()
       .post('/v1/orders')
       .set(auth())
@@ -51,7 +31,7 @@ describe('Stripe: order totals the provider refuses are a 422 before the claim',
     expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(refused.body.detail).toMatch(detail);
     for (const collection of ['orders', 'idempotency_records', 'stripe_requests'])
-      expect([collection, await t.db.collection(collection).countDocuments()]).toEqual([collection, 0]);
+      expect([collection, await stripe.app.db.collection(collection).countDocuments()]).toEqual([collection, 0]);
     expect(fake.requests).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { PaymentGateway } from '../../src/payments/payment-gateway.port.js';
-import { StripeFake } from '../support/stripe-fake/stripe-fake.js';
-import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
+import { useStripeTestApp } from '../support/stripe-fake/stripe-test-app.js';
+import { auth, orderBody } from '../support/test-app.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -11,38 +11,18 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * days), not a flat 7 days from the PaymentIntent (issue 49 item 4).
  */
 describe('Stripe: the authorization deadline is the card charge capture_before', () => {
-  const fake = new StripeFake();
-  let t: TestApp;
-
-  beforeAll(async () => {
-    await fake.start();
-    t = await startApp({
-      dbName: 'test_stripe_authorization_deadline',
-      env: {
-        ...fake.serviceEnv(),
-        STRIPE_MAX_NETWORK_RETRIES: '0',
-      },
-    });
-  });
-  beforeEach(async () => {
-    fake.reset();
-    await t.reset();
-  });
-  afterEach(() => expect(fake.violations.splice(0)).toEqual([]));
-  afterAll(async () => {
-    await t?.close();
-    await fake.stop();
-  });
+  const stripe = useStripeTestApp('test_stripe_authorization_deadline');
+  const fake = stripe.fake;
 
   const authorized = async (key: string) => {
-    const res = await t
+    const res = await stripe.app
       .http()
       .post('/v1/orders')
       .set(auth())
       .set('Idempotency-Key', key)
       .send(orderBody({ capture: 'manual' }))
       .expect(201);
-    const stored = await t.db.collection('orders').findOne({ _id: res.body.id as never });
+    const stored = await stripe.app.db.collection('orders').findOne({ _id: res.body.id as never });
     return { body: res.body, stored: stored! };
   };
 
@@ -57,7 +37,7 @@ describe('Stripe: the authorization deadline is the card charge capture_before',
 
   it('the reaper and a cancel by key (chargeOrCancel) see the same 2-day deadline as the request', async () => {
     fake.authorizationLifetimeSeconds = 2 * 24 * 60 * 60;
-    const gateway = t.app.get(PaymentGateway);
+    const gateway = stripe.app.app.get(PaymentGateway);
     // The request authorized at Stripe and died before storing anything: the reaper's look at its key finds the authorization.
     const request = { chargeKey: 'chg_deadline_reaper', amountMinor: 2500, currency: 'USD', paymentToken: 'tok_visa', reference: 'ord_x' };
     expect((await gateway.authorize(request)).outcome).toBe('authorized');
