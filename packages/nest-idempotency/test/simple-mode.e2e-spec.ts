@@ -2,7 +2,7 @@
 // interceptor claims the key, runs the handler in the one transaction that completes the record
 // (`@IdempotencySession()`), and stores what it returned. Checked on both adapters, on the database.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { BadRequestException, Body, Controller, HttpCode, Param, Post, type PipeTransform } from '@nestjs/common';
+import { BadRequestException, Body, Controller, HttpCode, Param, Post, Res, type PipeTransform } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { ClientSession, Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
@@ -78,6 +78,29 @@ class NotesController {
     if (matchedCount === 0) throw new BadRequestException(`no note ${id}`);
     return { id, pinned: true };
   }
+
+  /** Forgets a note: 204 and no body (`@HttpCode`). */
+  @Post(':id/forget')
+  @HttpCode(204)
+  @Idempotent({ operation: 'notes.forget' })
+  async forget(@Param('id') id: string, @IdempotencySession() session: ClientSession): Promise<void> {
+    await this.connection.collection('notes').deleteOne({ _id: id as never }, { session });
+  }
+
+  /** A note queued for later: the handler answers 202 and a Location itself, not the route's 201. */
+  @Post('queued')
+  @Idempotent({ operation: 'notes.queue' })
+  async queue(
+    @Body(NoteText) body: NoteBody,
+    @IdempotencySession() session: ClientSession,
+    @Res({ passthrough: true }) res: { status(code: number): unknown; header(name: string, value: string): unknown },
+  ) {
+    const note = { _id: `note_${randomUUID()}`, text: body.text, queued: true };
+    await this.connection.collection<{ _id: string }>('notes').insertOne(note, { session });
+    res.status(202);
+    res.header('Location', `/notes/${note._id}`);
+    return { id: note._id, queued: true };
+  }
 }
 
 describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the transaction that completes the record, on %s', (adapter) => {
@@ -127,6 +150,45 @@ describe.each(ADAPTERS)('simple mode: @Idempotent() alone, the handler in the tr
     expect(JSON.parse(first.text)).toEqual({ id: note._id, text: 'milk' });
     expect(await recordOf('n-1')).toMatchObject({ status: 'complete', recoveryPoint: 'completed', attempt: 1, lease: null });
     expect((await recordOf('n-1'))!.response).toMatchObject({ status: 201 });
+  });
+
+  it("sends the answer and its replay as one body with its Content-Length, not a chunked stream (the route's status)", async () => {
+    const first = await post('n-len', { text: 'milk' });
+    const again = await post('n-len', { text: 'milk' });
+    for (const answer of [first, again]) {
+      expect(answer.status).toBe(201);
+      expect(answer.headers['transfer-encoding']).toBeUndefined();
+      expect(Number(answer.headers['content-length'])).toBe(Buffer.byteLength(first.text));
+      expect(answer.headers['idempotency-expires']).toBeDefined();
+    }
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect(await notes().countDocuments()).toBe(1);
+  });
+
+  it("replays a status the handler chose over the route's (202 + Location through @Res passthrough), and a 204 with no body", async () => {
+    const first = await post('q-1', { text: 'later' }, '/notes/queued');
+    const again = await post('q-1', { text: 'later' }, '/notes/queued');
+    for (const answer of [first, again]) {
+      expect(answer.status).toBe(202);
+      expect(answer.headers['location']).toBe(`/notes/${first.body.id}`);
+      expect(answer.body).toEqual({ id: first.body.id, queued: true });
+    }
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(await notes().countDocuments({ queued: true })).toBe(1);
+    expect((await recordOf('q-1', 'notes.queue'))!.response).toMatchObject({
+      status: 202,
+      headers: { location: `/notes/${first.body.id}` },
+    });
+
+    const forgotten = await post('f-1', {}, `/notes/${first.body.id}/forget`);
+    const forgottenAgain = await post('f-1', {}, `/notes/${first.body.id}/forget`);
+    for (const answer of [forgotten, forgottenAgain]) {
+      expect(answer.status).toBe(204);
+      expect(answer.text).toBe('');
+    }
+    expect(forgottenAgain.headers['idempotent-replayed']).toBe('true');
+    expect(await notes().countDocuments()).toBe(0);
   });
 
   it("binds the key to the resource: the route's status (@HttpCode 200), and another note under the same key is 422", async () => {

@@ -58,6 +58,9 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     const options = this.reflector.get<IdempotentOptions>(IDEMPOTENT_ROUTE_METADATA, context.getHandler());
     const http = context.switchToHttp();
     const request = http.getRequest<IdempotentHttpRequest>();
+    const reply = http.getResponse<IdempotentHttpResponse>();
+    // Nest set the route's status (`@HttpCode()` or its default) before the interceptors; the handler may change it.
+    const routeStatus = reply.statusCode;
     const key: IdempotencyKeyContext = {
       clientKey: parseIdempotencyKey(idempotencyKeyHeader(nodeRequest(request))),
       operation: options.operation,
@@ -76,8 +79,8 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     const early = await this.idempotency.lookUpEarly(key, tenant, request.body);
     const phases = this.reflector.get<boolean>(IDEMPOTENCY_PHASES_METADATA, context.getHandler()) === true;
     if (early.replay) {
-      if (!phases) return of(webResponse(early.replay));
-      sendIdempotentResult(http.getResponse<IdempotentHttpResponse>(), early.replay);
+      if (!phases) return of(simpleAnswer(early.replay, reply, routeStatus));
+      sendIdempotentResult(reply, early.replay);
       // Written: a handler that takes @Res() sends its own answers, so Nest sends nothing for it, and the stream
       // completes with a value Nest ignores. (EMPTY made Nest's router build an EmptyError, stack trace and all,
       // on every replay: ~4% of a replay's CPU in the bench's profile.) Any other handler gets nothing more.
@@ -85,7 +88,7 @@ export class IdempotencyKeyInterceptor implements NestInterceptor {
     }
     key.prefetched = early.owner;
     if (phases) return next.handle();
-    return of(webResponse(await this.simple(key, tenant, request, http.getResponse<IdempotentHttpResponse>(), next)));
+    return of(simpleAnswer(await this.simple(key, tenant, request, reply, next), reply, routeStatus));
   }
 
   /**
@@ -159,10 +162,29 @@ function responseOf(value: unknown, reply: IdempotentHttpResponse): IdempotentRe
 }
 
 /**
+ * A simple-mode result as the value Nest sends (simple-mode handlers do not
+ * take `@Res()`, so Nest, not this interceptor, writes the response), its
+ * stored status, headers and exact bytes either way.
+ *
+ * When the status is the route's (almost always), the headers go on the reply
+ * and the stored body through Nest's plain reply: one write with its
+ * `Content-Length`. Otherwise (the handler set another status with
+ * `@Res({ passthrough: true })`, or a body was stored without a content type)
+ * a web `Response`, whose status wins over the route's, but whose body Nest
+ * streams: chunked, through web streams. In the bench's profile that stream
+ * was ~600 of the ~1,500 us of CPU a replay cost (issue 47).
+ */
+function simpleAnswer(result: IdempotentResult, reply: IdempotentHttpResponse, routeStatus: number | undefined): unknown {
+  const { status, headers, body } = result.response;
+  if (status !== routeStatus || (body !== '' && !headers['content-type'])) return webResponse(result);
+  for (const [name, value] of Object.entries(resultHeaders(result))) reply.header(name, value);
+  return body === '' ? undefined : body;
+}
+
+/**
  * An idempotent result as a web `Response`, which Nest (12.5+, both adapters)
  * sends as the whole answer: its status, headers and exact bytes win over the
- * route's `@HttpCode()` and `@Header()`. Simple-mode handlers do not take
- * `@Res()`, so Nest, not this interceptor, writes the response.
+ * route's `@HttpCode()` and `@Header()`.
  */
 function webResponse(result: IdempotentResult): Response {
   const headers = new Headers();
