@@ -68,6 +68,10 @@ export interface PeerRun {
   /** Interleaved rounds of the twin and the Redis peer (--read-rounds): their ratios are judged round by round. */
   rounds: number;
   progress: (line: string) => void;
+  /** --profile: the options that make a process write its V8 CPU profile (none without --profile). */
+  profiled: (name: string) => { cpuProfileDir?: string };
+  /** --profile: stops the processes and prints their top frames and owners per measured window (nothing without it). */
+  reportProfiles: (processes: ServiceProcess[]) => Promise<void>;
 }
 
 export const peerDir = (root: string) => join(root, 'bench', 'peers', 'node-idempotency');
@@ -127,6 +131,7 @@ export async function peerRows(run: PeerRun): Promise<ScenarioResult[]> {
       const storage = storages[index];
       if (storage === 'redis' && twin && !(twin instanceof Error) && redisPort !== undefined) {
         rows.push(...(await twinAgainstPeer(run, outcome.value, twin, redisPort)));
+        await run.reportProfiles([twin, outcome.value]);
       } else rows.push(...(await replayAndGet(run, storage, outcome.value, storage === 'redis' ? redisPort : undefined)));
     }
     return rows;
@@ -141,6 +146,8 @@ async function startPeer(run: PeerRun, storage: PeerStorage, redisUrl: string | 
   for (const list of [run.cleanups, stops]) list.push(() => counter.close());
   const peer = await startService({
     ...run.service,
+    // --profile: the Redis peer beside the twin, so the two replays have profiles to set side by side.
+    ...(storage === 'redis' ? run.profiled(peerName(storage)) : {}),
     name: peerName(storage),
     script: join(peerDir(run.root), 'main.cjs'),
     disableIdempotency: false,
@@ -158,6 +165,7 @@ async function startTwin(run: PeerRun, redisUrl: string, stops: (() => Promise<v
   for (const list of [run.cleanups, stops]) list.push(() => counter.close());
   const twin = await startService({
     ...run.service,
+    ...run.profiled(TWIN_NAME),
     name: TWIN_NAME,
     script: twinScript(run.root),
     disableIdempotency: false,

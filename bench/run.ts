@@ -169,8 +169,8 @@ interface Bench {
   /** Prefix that keeps this run's keys apart from any other run's. */
   runId: string;
   backendKind: MongoBackend['kind'];
-  /** What the peer processes are started with (bench/peers.ts): our services' options, and the run's cleanups. */
-  peerStart: Pick<PeerRun, 'service' | 'cleanups'>;
+  /** What the peer processes are started with (bench/peers.ts): our services' options, the run's cleanups, and --profile's. */
+  peerStart: Pick<PeerRun, 'service' | 'cleanups' | 'profiled' | 'reportProfiles'>;
 }
 
 function readSettings(argv: string[]): Settings {
@@ -1431,7 +1431,13 @@ async function main(): Promise<number> {
       redisService,
       runId: randomBytes(4).toString('hex'),
       backendKind: backend.kind,
-      peerStart: { service: serviceOptions, cleanups },
+      peerStart: {
+        service: serviceOptions,
+        cleanups,
+        profiled,
+        // The twin and the Redis peer are stopped when their step ends: their profiles are read then.
+        reportProfiles: (processes) => (settings.profile ? reportProfiles(processes, profileDir) : Promise.resolve()),
+      },
     };
     const scenarios: ScenarioResult[] = [];
     console.log(`Running (${settings.mode}: ${settings.durationSeconds} s per scenario, ${settings.warmupSeconds} s warm-up)...`);
