@@ -3,9 +3,10 @@ import { BlockList, isIP } from 'node:net';
 /**
  * The addresses an outgoing webhook never reaches (SSRF): this host, the
  * private networks behind it, link-local (169.254.0.0/16: the cloud metadata
- * service), multicast, and their IPv6 equivalents. IPv4-mapped and NAT64
- * IPv6 addresses are refused whole: they would reach an IPv4 address the
- * IPv4 rules refuse. Node's BlockList does the prefix matching.
+ * service), multicast, and their IPv6 equivalents. An IPv4-mapped IPv6
+ * address (::ffff:a.b.c.d) is judged by the IPv4 rules (BlockList checks it
+ * as the IPv4 address it reaches); NAT64 (64:ff9b::/96) is refused whole.
+ * Node's BlockList does the prefix matching.
  */
 const REFUSED = new BlockList();
 for (const [network, prefix] of [
