@@ -106,7 +106,7 @@ export class MetricsService {
 
   readonly eventsConsumerPending = new Gauge({
     name: 'events_consumer_pending',
-    help: "Messages the durable consumer has not yet been delivered (the broker's num_pending at the last delivery)",
+    help: "Messages the durable consumer has not yet been delivered (the broker's num_pending, read at each delivery and every 15 s)",
     labelNames: ['consumer'] as const,
     registers: [this.registry],
   });

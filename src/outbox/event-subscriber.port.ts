@@ -10,6 +10,8 @@ export interface DeliveredEvent {
 export interface SubscribeOptions {
   /** At most this many events per call of the handler (a batch is recorded in one transaction by consumers that can). */
   maxBatch?: number;
+  /** How often the consumer's backlog is read from the transport for `events_consumer_pending` (JetStream; 15 s by default). */
+  pendingRefreshMs?: number;
 }
 
 /** A running subscription; `stop()` drains the batch in hand and ends it. */

@@ -1,5 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { CloudEvent } from './cloud-event.js';
 import { EventSubscriber, type DeliveredEvent, type SubscribeOptions, type Subscription } from './event-subscriber.port.js';
@@ -9,6 +17,12 @@ import { STREAM_SUBJECTS } from './jetstream-stream.js';
 /** A batch not acknowledged within this is delivered again (the handler signals progress meanwhile). */
 const ACK_WAIT_MS = 30_000;
 const DEFAULT_MAX_BATCH = 10;
+/**
+ * The backlog is read from the consumer's info this often, besides at each delivery: a handler that hangs
+ * delivers nothing more, and a gauge set only at deliveries would freeze at its last value while events
+ * pile up behind it (the EventsConsumerLagging alert reads this gauge).
+ */
+const PENDING_REFRESH_MS = 15_000;
 
 /** Redelivery after a failed batch: 1 s, 2 s, 4 s ... capped at 30 s, so a failing handler does not spin. */
 export function nakDelayMs(deliveryCount: number): number {
@@ -40,7 +54,7 @@ export class JetStreamEventSubscriber extends EventSubscriber {
   ): Promise<Subscription> {
     const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
     const { js, jsm } = await this.broker.clients();
-    await jsm.consumers.info(this.broker.stream, consumer).catch((error: unknown) => {
+    const info = await jsm.consumers.info(this.broker.stream, consumer).catch((error: unknown) => {
       if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.ConsumerNotFound) throw error;
       // Two instances may both create it: an add with the same configuration is accepted twice.
       return jsm.consumers.add(this.broker.stream, {
@@ -52,13 +66,41 @@ export class JetStreamEventSubscriber extends EventSubscriber {
         max_ack_pending: Math.max(1000, maxBatch * 10),
       });
     });
+    this.metrics.eventsConsumerPending.set({ consumer }, info.num_pending);
     const messages = await (await js.consumers.get(this.broker.stream, consumer)).consume({ max_messages: maxBatch });
     const loop = this.run(consumer, messages, maxBatch, handle);
+    const stopWatching = this.watchPending(jsm, consumer, options.pendingRefreshMs ?? PENDING_REFRESH_MS);
     return {
       stop: async () => {
+        stopWatching();
         messages.stop();
         await loop;
       },
+    };
+  }
+
+  /** Reads the consumer's backlog every `everyMs` (one read at a time: a slow answer during an outage never piles up). */
+  private watchPending(jsm: JetStreamManager, consumer: string, everyMs: number): () => void {
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    const next = () => {
+      timer = setTimeout(() => void read(), everyMs);
+      timer.unref();
+    };
+    const read = async () => {
+      try {
+        const info = await jsm.consumers.info(this.broker.stream, consumer);
+        if (!stopped) this.metrics.eventsConsumerPending.set({ consumer }, info.num_pending);
+      } catch (error) {
+        // The broker is away (EventsBrokerUnreachable says so): the gauge keeps its last reading until it is back.
+        this.metrics.jetstreamErrors.inc({ operation: 'consumer_info', code: jetStreamErrorCode(error) });
+      }
+      if (!stopped) next();
+    };
+    next();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
     };
   }
 

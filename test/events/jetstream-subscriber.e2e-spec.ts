@@ -51,8 +51,13 @@ describeNats('EventSubscriber on a real nats-server: durable pull consumer, expl
     }
     return ids;
   };
-  const subscribe = async (consumer: string, handle: (batch: DeliveredEvent[]) => Promise<void>, maxBatch?: number) => {
-    const subscription = await subscriber.subscribe(consumer, handle, { maxBatch });
+  const subscribe = async (
+    consumer: string,
+    handle: (batch: DeliveredEvent[]) => Promise<void>,
+    maxBatch?: number,
+    pendingRefreshMs?: number,
+  ) => {
+    const subscription = await subscriber.subscribe(consumer, handle, { maxBatch, pendingRefreshMs });
     running.push(subscription);
     return subscription;
   };
@@ -110,6 +115,46 @@ describeNats('EventSubscriber on a real nats-server: durable pull consumer, expl
     // The whole failed batch came again (the events earlier tests published too): the counter counts each.
     expect(metrics).toContain(`events_consumer_redeliveries_total{consumer="redelivery"} ${redelivered}`);
     expect(redelivered).toBeGreaterThan(0);
+  });
+
+  it('keeps events_consumer_pending rising while a handler hangs (read from the consumer, not only at deliveries), so the lag alert can fire', async () => {
+    const pending = async () => {
+      const text = await t.app.get(MetricsService).registry.getSingleMetricAsString('events_consumer_pending');
+      const line = /events_consumer_pending\{consumer="stuck"\} (\d+)/.exec(text);
+      return line ? Number(line[1]) : null;
+    };
+    const before = await publishEvents(3);
+    let release!: () => void;
+    const hung = new Promise<void>((resolve) => (release = resolve));
+    const handed: string[] = [];
+    try {
+      await subscribe(
+        'stuck',
+        async (batch) => {
+          handed.push(...batch.map((delivered) => delivered.event.id));
+          await hung;
+        },
+        1,
+        100,
+      );
+      await until(() => handed.length === 1);
+      await sleep(300);
+      const stuckAt = (await pending())!;
+      expect(stuckAt).toBeGreaterThanOrEqual(1);
+      // Five more while the handler hangs: no delivery happens, yet the gauge follows the backlog (a message the
+      // client had already pulled is not pending at the broker: at most one of the five).
+      const after = await publishEvents(5);
+      const deadline = Date.now() + 10_000;
+      while (((await pending()) ?? 0) < stuckAt + 4 && Date.now() < deadline) await sleep(50);
+      expect(await pending()).toBeGreaterThanOrEqual(stuckAt + 4);
+      release();
+      await until(() => [...before, ...after].every((id) => handed.includes(id)));
+      const drained = Date.now() + 10_000;
+      while ((await pending()) !== 0 && Date.now() < drained) await sleep(50);
+      expect(await pending()).toBe(0);
+    } finally {
+      release();
+    }
   });
 
   it('two instances under one durable name share the work: each event to one of them', async () => {
