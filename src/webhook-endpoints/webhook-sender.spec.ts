@@ -104,6 +104,56 @@ describe('WebhookSender: the resolved address is checked at connect time', () =>
   });
 });
 
+describe('WebhookSender: what a receiver can cost us', () => {
+  const GIGABYTE = 1024 ** 3;
+  let server: Server;
+  let url = '';
+  /** What the receiver managed to write before we dropped the connection. */
+  let sent = 0;
+  let closedAfter: Promise<number>;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/hang') return; // never answers
+      // A 200, then up to 1 GB of body, written as fast as we read it.
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      const pump = () => {
+        while (sent < GIGABYTE && !res.destroyed) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      closedAfter = new Promise((resolve) => res.on('close', () => resolve(sent)));
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const message = (path: string) => ({ url: `${url}${path}`, id: 'evt_1', payload: '{"id":"evt_1"}', secrets: [SECRET] });
+
+  it('reads at most maxResponseBytes of an answer and drops the connection: a receiver sending 1 GB gets a few MB out before it is cut', async () => {
+    const sender = new WebhookSender({ ...settings(true), timeoutMs: 60_000 }, stubResolver({}));
+    const outcome = await sender.send(message('/gigabyte'), new Date());
+    expect(outcome).toMatchObject({ httpStatus: 200, error: null });
+    // The receiver wrote what the sockets' buffers took before our close reached it, not the gigabyte.
+    expect(await closedAfter).toBeLessThan(32 * 1024 ** 2);
+  });
+
+  it('cuts an attempt whose receiver never answers at its deadline: a timeout, no status', async () => {
+    const sender = new WebhookSender({ ...settings(true), timeoutMs: 300 }, stubResolver({}));
+    const outcome = await sender.send(message('/hang'), new Date());
+    expect(outcome).toMatchObject({ httpStatus: null, error: 'timeout' });
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(290);
+  });
+});
+
 describe('EndpointUrlPolicy: registration refuses what deliveries would refuse', () => {
   const policy = (allowPrivate: boolean, table: Record<string, string[]>, requireHttps = false) =>
     new EndpointUrlPolicy({ ...settings(allowPrivate), requireHttps }, stubResolver(table));
