@@ -43,6 +43,12 @@ export class OutgoingWebhooksEnvironment {
   @Min(1)
   @Max(1000)
   OUTGOING_WEBHOOKS_MAX_CONCURRENCY: number = 32;
+
+  // How long a delivery is kept after it ended (succeeded or failed), in days; a pending one is kept until it ends.
+  @IsInt()
+  @Min(1)
+  @Max(400)
+  OUTGOING_WEBHOOKS_RETENTION_DAYS: number = 30;
 }
 
 export interface OutgoingWebhooksSettings {
@@ -57,6 +63,8 @@ export interface OutgoingWebhooksSettings {
   pollIntervalMs: number;
   perEndpointConcurrency: number;
   maxConcurrency: number;
+  /** An ended delivery is removed this long after its last attempt (the deliveries API and a manual retry then answer 404). */
+  retentionMs: number;
 }
 
 export function outgoingWebhooksSettings(
@@ -74,6 +82,7 @@ export function outgoingWebhooksSettings(
     pollIntervalMs: env.OUTGOING_WEBHOOKS_POLL_INTERVAL_MS,
     perEndpointConcurrency: env.OUTGOING_WEBHOOKS_PER_ENDPOINT_CONCURRENCY,
     maxConcurrency: env.OUTGOING_WEBHOOKS_MAX_CONCURRENCY,
+    retentionMs: env.OUTGOING_WEBHOOKS_RETENTION_DAYS * 24 * 3600 * 1000,
   };
 }
 

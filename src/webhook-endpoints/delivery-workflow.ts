@@ -137,7 +137,8 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
     const next = gone
       ? { status: 'failed' as const, nextAttemptAt: null, scheduleIndex: delivery.scheduleIndex }
       : afterAttempt(delivery.scheduleIndex, succeeded, this.config.retryScheduleMs, this.clock.now());
-    if (!(await this.deliveries.recordAttempt(delivery, this.owner, { attempt: record, ...next }))) return;
+    const expiresAt = next.status === 'pending' ? null : new Date(at.getTime() + this.config.retentionMs);
+    if (!(await this.deliveries.recordAttempt(delivery, this.owner, { attempt: record, ...next, expiresAt }))) return;
     this.observe(record, succeeded, next.status);
     if (gone) return;
     if (succeeded) await this.endpoints.markHealthy(delivery.endpointId);

@@ -10,6 +10,8 @@ export interface AttemptResult {
   status: DeliveryStatus;
   nextAttemptAt: Date | null;
   scheduleIndex: number;
+  /** Set when the delivery ends (the retention starts); null while it is pending. */
+  expiresAt: Date | null;
 }
 
 /** webhook_deliveries: one per (event, endpoint); attempts are appended, never rewritten. */
@@ -70,6 +72,7 @@ export class WebhookDeliveryRepository {
             status: result.status,
             nextAttemptAt: result.nextAttemptAt,
             scheduleIndex: result.scheduleIndex,
+            expiresAt: result.expiresAt,
             lease: null,
             updatedAt: result.attempt.at,
           },
@@ -94,7 +97,11 @@ export class WebhookDeliveryRepository {
   /** A manual retry: pending again, due now, the schedule from its start. */
   async retry(session: ClientSession, id: string, now: Date): Promise<void> {
     await this.deliveries
-      .updateOne({ _id: id }, { $set: { status: 'pending', nextAttemptAt: now, scheduleIndex: 0, updatedAt: now } }, { session })
+      .updateOne(
+        { _id: id },
+        { $set: { status: 'pending', nextAttemptAt: now, scheduleIndex: 0, expiresAt: null, updatedAt: now } },
+        { session },
+      )
       .exec();
   }
 

@@ -80,6 +80,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
             scheduleIndex: 0,
             nextAttemptAt: firstAttemptAt,
             lease: null,
+            expiresAt: null,
             createdAt: now,
             updatedAt: now,
           });

@@ -68,6 +68,8 @@ export interface WebhookDelivery {
   nextAttemptAt: Date | null;
   /** The worker sending it now; a lease past `until` is taken over (a worker died mid-attempt). */
   lease: { owner: string; until: Date } | null;
+  /** When the store removes it (a TTL index): its last attempt plus the retention once it ended; null while pending. */
+  expiresAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -55,7 +55,18 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
   };
   const endpoints = () => t.db.collection('webhook_endpoints');
   const deliveries = () =>
-    t.db.collection<{ _id: string; status: string; attempts: { httpStatus: number | null; error: string | null }[] }>('webhook_deliveries');
+    t.db.collection<{
+      _id: string;
+      status: string;
+      attempts: { at: Date; httpStatus: number | null; error: string | null }[];
+      expiresAt: Date | null;
+    }>('webhook_deliveries');
+  const RETENTION_MS = 30 * 24 * 3600 * 1000;
+  /** An ended delivery expires its retention after its last attempt. */
+  const expiresAfterLastAttempt = async (id: string) => {
+    const row = (await deliveries().findOne({ _id: id }))!;
+    return row.expiresAt!.getTime() - row.attempts.at(-1)!.at.getTime();
+  };
 
   function expectDocumented(res: Response, method: string, path: string): void {
     const contentType = String(res.headers['content-type']).split(';')[0];
@@ -218,10 +229,23 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
 
   it('a 500 then a 200: two attempts with the same webhook-id, and the deliveries API says succeeded', async () => {
     const r = await receiver();
-    r.behaviour = (n, res) => answer(n === 1 ? 500 : 200)(n, res);
+    // Read while the second attempt is in flight: pending, the first attempt recorded, nothing to expire yet.
+    let duringRetry: unknown = null;
+    r.behaviour = (n, res) => {
+      if (n === 1) return answer(500)(n, res);
+      void deliveries()
+        .findOne({})
+        .then((row) => (duringRetry = row))
+        .finally(() => answer(200)(n, res));
+    };
     const a = await endpointFor(r);
     const event = await orderEvent();
     await eventually('the retry', async () => (await deliveries().findOne({ status: 'succeeded' })) ?? undefined);
+    expect(duringRetry).toMatchObject({ status: 'pending', attempts: [{ httpStatus: 500 }], expiresAt: null });
+    // Ended: the TTL index removes it 30 days after its last attempt.
+    expect(await expiresAfterLastAttempt(`${event._id}:${a.id}`)).toBe(RETENTION_MS);
+    const indexes = await deliveries().indexes();
+    expect(indexes.find((index) => index.name === 'retention')).toMatchObject({ key: { expiresAt: 1 }, expireAfterSeconds: 0 });
     expect(r.received.map((x) => x.headers['webhook-id'])).toEqual([event._id, event._id]);
     // On the scaled schedule: the second attempt waited its 300 ms.
     expect(r.received[1].at - r.received[0].at).toBeGreaterThanOrEqual(250);
@@ -232,11 +256,20 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
 
   it('every attempt failing ends the delivery failed after the schedule; a keyed retry sends it again with the same webhook-id', async () => {
     const r = await receiver();
-    r.behaviour = (n, res) => answer(n <= 3 ? 503 : 204)(n, res);
+    // Read while the manual retry's attempt is in flight: pending again, so its expiry is lifted.
+    let duringManualRetry: unknown = null;
+    r.behaviour = (n, res) => {
+      if (n <= 3) return answer(503)(n, res);
+      void deliveries()
+        .findOne({})
+        .then((row) => (duringManualRetry = row))
+        .finally(() => answer(204)(n, res));
+    };
     const a = await endpointFor(r);
     const event = await orderEvent();
     await eventually('the last attempt', async () => (await deliveries().findOne({ status: 'failed' })) ?? undefined);
     expect((await deliveries().findOne({}))!.attempts.map((x) => x.httpStatus)).toEqual([503, 503, 503]);
+    expect(await expiresAfterLastAttempt(`${event._id}:${a.id}`)).toBe(RETENTION_MS);
     expect(await endpoints().findOne({ _id: a.id as never })).toMatchObject({ status: 'enabled', failingSince: expect.any(Date) });
 
     const retry = await t
@@ -258,6 +291,9 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
     await t.app.get(DeliveryWorkflow).settled();
     expect(r.received).toHaveLength(4);
     expect(new Set(r.received.map((x) => x.headers['webhook-id']))).toEqual(new Set([event._id]));
+    // The retry made it pending (no expiry) and its success ended it again: the retention runs from the fourth attempt.
+    expect(duringManualRetry).toMatchObject({ status: 'pending', expiresAt: null });
+    expect(await expiresAfterLastAttempt(`${event._id}:${a.id}`)).toBe(RETENTION_MS);
     expect(await endpoints().findOne({ _id: a.id as never })).toMatchObject({ failingSince: null });
     await t
       .http()

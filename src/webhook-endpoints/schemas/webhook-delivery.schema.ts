@@ -26,6 +26,7 @@ export const WebhookDeliverySchema = new Schema<WebhookDelivery>(
     scheduleIndex: { type: Number, required: true },
     nextAttemptAt: { type: Date, default: null },
     lease: { type: new Schema({ owner: String, until: Date }, { _id: false }), default: null },
+    expiresAt: { type: Date, default: null },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },
@@ -34,5 +35,8 @@ export const WebhookDeliverySchema = new Schema<WebhookDelivery>(
 
 // The worker's scan: pending deliveries by due time.
 WebhookDeliverySchema.index({ status: 1, nextAttemptAt: 1 }, { name: 'due' });
+// Retention: an ended delivery goes OUTGOING_WEBHOOKS_RETENTION_DAYS after its last attempt; a pending one
+// (expiresAt null, which a TTL index skips) stays until it ends, so no event is dropped unsent.
+WebhookDeliverySchema.index({ expiresAt: 1 }, { name: 'retention', expireAfterSeconds: 0 });
 // GET /v1/webhook-endpoints/:id/deliveries, newest first.
 WebhookDeliverySchema.index({ tenant: 1, endpointId: 1, createdAt: -1 }, { name: 'endpoint_deliveries' });
