@@ -3,13 +3,14 @@ import { InjectModel } from '@nestjs/mongoose';
 import type { Collection } from 'mongodb';
 import type { ClientSession, QueryFilter, Model } from 'mongoose';
 import { DuplicateClaimError, isDuplicateKey, LeaseLostError } from '@idempotent-orders/nest-idempotency';
+import { afterPosition, pageOf, type PagePosition } from '../common/page-cursor.js';
 import { assertTransition, REFUNDABLE_STATES, type OrderState } from './order-state.js';
 import type { Order, PendingPaymentAction } from './order.js';
 import { ORDER_MODEL } from './schemas/order.schema.js';
 
 export interface OrderPage {
   orders: Order[];
-  next: { createdAt: Date; id: string } | null;
+  next: PagePosition | null;
 }
 
 /**
@@ -51,19 +52,15 @@ export class OrderRepository {
     return this.native.findOne({ _id: orderId, tenant });
   }
 
-  async listForTenant(tenant: string, limit: number, after: { createdAt: Date; id: string } | null): Promise<OrderPage> {
-    const filter = after
-      ? { tenant, $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }] }
-      : { tenant };
+  async listForTenant(tenant: string, limit: number, after: PagePosition | null): Promise<OrderPage> {
     const orders = await this.orders
-      .find(filter)
+      .find({ tenant, ...afterPosition(after) })
       .sort({ createdAt: -1, _id: -1 })
       .limit(limit + 1)
       .lean<Order[]>()
       .exec();
-    const page = orders.slice(0, limit);
-    const last = page.at(-1);
-    return { orders: page, next: orders.length > limit && last ? { createdAt: last.createdAt, id: last._id } : null };
+    const { items, next } = pageOf(orders, limit);
+    return { orders: items, next };
   }
 
   /** Erasure: the customer id becomes a pseudonym; amounts and states stay for the books. */

@@ -1,6 +1,5 @@
 import type { LedgerEntry } from '../ledger/ledger-entry.js';
-import { InvalidCursorError } from './orders.errors.js';
-import { ORDER_ID_PATTERN, type Order } from './order.js';
+import type { Order } from './order.js';
 
 /** The public shape of an order; a stored 201 body is exactly this, so keep it stable (bump schemaVersion otherwise). */
 export function orderView(order: Order) {
@@ -33,19 +32,4 @@ export function ledgerView(entries: LedgerEntry[]) {
       currency: entry.currency,
     })),
   };
-}
-
-export function encodeCursor(position: { createdAt: Date; id: string }): string {
-  return Buffer.from(JSON.stringify([position.createdAt.toISOString(), position.id])).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    const date = new Date(String(createdAt));
-    if (typeof id !== 'string' || !ORDER_ID_PATTERN.test(id) || Number.isNaN(date.getTime())) throw new Error('bad');
-    return { createdAt: date, id };
-  } catch {
-    throw new InvalidCursorError();
-  }
 }

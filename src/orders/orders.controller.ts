@@ -3,13 +3,14 @@ import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, 
 import type { FastifyReply } from 'fastify';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
+import { encodeCursor } from '../common/page-cursor.js';
+import { PageQuery } from '../common/page.query.js';
 import { ApiIdempotent } from '@idempotent-orders/nest-idempotency/openapi';
 import { IdempotencyKey, type IdempotencyKeyContext, Idempotent, sendIdempotentResult } from '@idempotent-orders/nest-idempotency';
 import { CreateOrderDto } from './dto/create-order.dto.js';
-import { ListOrdersQuery } from './dto/list-orders.query.js';
 import { OrderLedgerResponse } from './dto/order-ledger.response.js';
 import { OrderPageResponse, OrderResponse } from './dto/order.response.js';
-import { encodeCursor, ledgerView, orderView } from './order.view.js';
+import { ledgerView, orderView } from './order.view.js';
 import { CREATE_ORDER_OPERATION, OrdersService } from './orders.service.js';
 
 @ApiTags('orders')
@@ -106,7 +107,7 @@ export class OrdersController {
   @ApiOperation({ summary: "The caller's orders, newest first" })
   @ApiOkResponse({ type: OrderPageResponse, description: 'One page of orders' })
   @ApiProblemResponse(400, '`invalid_cursor`, or `validation_failed` (a `limit` out of range, an unknown parameter)')
-  async list(@Tenant() tenant: string, @Query() query: ListOrdersQuery) {
+  async list(@Tenant() tenant: string, @Query() query: PageQuery) {
     const page = await this.orders.list(tenant, query.limit ?? 20, query.cursor);
     return { data: page.orders.map(orderView), nextCursor: page.next ? encodeCursor(page.next) : null };
   }

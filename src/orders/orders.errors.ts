@@ -14,10 +14,3 @@ export class AmountOutOfRangeError extends DomainError {
     super(detail ?? `The order total must be between 1 and ${limit} minor units.`);
   }
 }
-
-export class InvalidCursorError extends DomainError {
-  readonly code = 'invalid_cursor';
-  constructor() {
-    super('The cursor is not one this API returned.');
-  }
-}

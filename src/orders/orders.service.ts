@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { Clock } from '../common/clock.js';
 import { FaultInjector } from '../common/fault-injector.js';
+import { decodeCursor } from '../common/page-cursor.js';
 import {
   AttemptAbandonedError,
   type IdempotencyKeyContext,
@@ -17,7 +18,6 @@ import { OrderWorkflow, responseFor } from './order-workflow.js';
 import { FAILURE } from './order.js';
 import { ORDER_ID_PATTERN, orderIdForClaim, type Order } from './order.js';
 import { OrderRepository, type OrderPage } from './order.repository.js';
-import { decodeCursor } from './order.view.js';
 import { OrderNotFoundError } from './orders.errors.js';
 
 export const CREATE_ORDER_OPERATION = 'orders.create';
@@ -62,7 +62,7 @@ export class OrdersService {
   }
 
   list(tenant: string, limit: number, cursor?: string): Promise<OrderPage> {
-    return this.orders.listForTenant(tenant, limit, cursor ? decodeCursor(cursor) : null);
+    return this.orders.listForTenant(tenant, limit, cursor ? decodeCursor(cursor, (id) => ORDER_ID_PATTERN.test(id)) : null);
   }
 
   async ledgerFor(tenant: string, orderId: string) {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { ClientSession, Model } from 'mongoose';
+import { afterPosition, pageOf, type PagePosition } from '../common/page-cursor.js';
 import { WEBHOOK_DELIVERY_MODEL } from './schemas/webhook-delivery.schema.js';
 import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery } from './webhook-endpoint.js';
 
@@ -82,8 +83,20 @@ export class WebhookDeliveryRepository {
     return modifiedCount === 1;
   }
 
-  listForEndpoint(tenant: string, endpointId: string): Promise<WebhookDelivery[]> {
-    return this.deliveries.find({ tenant, endpointId }).sort({ createdAt: -1, _id: -1 }).limit(100).lean<WebhookDelivery[]>().exec();
+  /** One page of an endpoint's deliveries, newest first, after `after` (from the start without it). */
+  async listForEndpoint(
+    tenant: string,
+    endpointId: string,
+    limit: number,
+    after: PagePosition | null,
+  ): Promise<{ items: WebhookDelivery[]; next: PagePosition | null }> {
+    const found = await this.deliveries
+      .find({ tenant, endpointId, ...afterPosition(after) })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .lean<WebhookDelivery[]>()
+      .exec();
+    return pageOf(found, limit);
   }
 
   findForTenant(tenant: string, id: string, session?: ClientSession): Promise<WebhookDelivery | null> {

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Param, Patch, Post, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiIdempotent } from '@idempotent-orders/nest-idempotency/openapi';
@@ -6,6 +6,8 @@ import { IdempotencyKey, type IdempotencyKeyContext, Idempotent, sendIdempotentR
 import { RequireScope } from '../auth/scopes.js';
 import { Tenant } from '../auth/tenant.js';
 import { ApiProblemResponse, RETRY_AFTER_HEADER } from '../common/api-problem.decorator.js';
+import { encodeCursor } from '../common/page-cursor.js';
+import { PageQuery } from '../common/page.query.js';
 import { CreateWebhookEndpointDto } from './dto/create-webhook-endpoint.dto.js';
 import { UpdateWebhookEndpointDto } from './dto/update-webhook-endpoint.dto.js';
 import {
@@ -111,10 +113,12 @@ export class WebhookEndpointsController {
 
   @Get(':id/deliveries')
   @ApiOperation({ summary: "The endpoint's deliveries, newest first: status and every attempt (time, HTTP status, duration)" })
-  @ApiOkResponse({ type: WebhookDeliveryListResponse })
+  @ApiOkResponse({ type: WebhookDeliveryListResponse, description: 'One page of deliveries' })
+  @ApiProblemResponse(400, '`invalid_cursor`, or `validation_failed` (a `limit` out of range, an unknown parameter)')
   @ApiProblemResponse(404, '`webhook_endpoint_not_found`')
-  async deliveries(@Tenant() tenant: string, @Param('id') id: string) {
-    return { data: (await this.service.deliveriesOf(tenant, id)).map(deliveryView) };
+  async deliveries(@Tenant() tenant: string, @Param('id') id: string, @Query() query: PageQuery) {
+    const page = await this.service.deliveriesOf(tenant, id, query.limit ?? 20, query.cursor);
+    return { data: page.items.map(deliveryView), nextCursor: page.next ? encodeCursor(page.next) : null };
   }
 
   @Post(':id/deliveries/:eventId/retry')

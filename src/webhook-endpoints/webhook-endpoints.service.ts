@@ -9,6 +9,7 @@ import {
   SingleTransactionWorks,
 } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
+import { decodeCursor, type PagePosition } from '../common/page-cursor.js';
 import type { CreateWebhookEndpointDto } from './dto/create-webhook-endpoint.dto.js';
 import type { UpdateWebhookEndpointDto } from './dto/update-webhook-endpoint.dto.js';
 import { EndpointSecrets, newSecret } from './endpoint-secrets.js';
@@ -122,9 +123,16 @@ export class WebhookEndpointsService {
     );
   }
 
-  async deliveriesOf(tenant: string, id: string): Promise<WebhookDelivery[]> {
+  /** GET .../deliveries: one page, newest first; a cursor names a delivery of this endpoint or is refused. */
+  async deliveriesOf(
+    tenant: string,
+    id: string,
+    limit: number,
+    cursor?: string,
+  ): Promise<{ items: WebhookDelivery[]; next: PagePosition | null }> {
     await this.get(tenant, id);
-    return this.deliveries.listForEndpoint(tenant, id);
+    const after = cursor ? decodeCursor(cursor, (deliveryKey) => deliveryKey.endsWith(`:${id}`)) : null;
+    return this.deliveries.listForEndpoint(tenant, id, limit, after);
   }
 
   /** POST .../deliveries/:eventId/retry: the delivery is due now, its schedule from the start, with the same `webhook-id`. */

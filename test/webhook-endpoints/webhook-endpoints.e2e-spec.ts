@@ -227,6 +227,39 @@ describe('outgoing webhooks: endpoints, signed deliveries, retries (in-process b
     expect(await deliveries().countDocuments()).toBe(1);
   });
 
+  it('the deliveries list pages newest first with a cursor; a cursor it did not give, or another endpoint gave, is a 400', async () => {
+    const r = await receiver();
+    const a = await endpointFor(r);
+    const b = await endpointFor(await receiver());
+    const events = [await orderEvent(), await orderEvent(), await orderEvent()];
+    await eventually('the deliveries', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 6);
+    const list = (query: string) => t.http().get(`/v1/webhook-endpoints/${a.id}/deliveries${query}`).set(auth());
+    const first = await list('?limit=2').expect(200);
+    expectDocumented(first, 'GET', '/v1/webhook-endpoints/{id}/deliveries');
+    expect(first.body.data).toHaveLength(2);
+    expect(first.body.nextCursor).toEqual(expect.any(String));
+    const second = await list(`?limit=2&cursor=${first.body.nextCursor}`).expect(200);
+    expect(second.body).toMatchObject({ data: [expect.any(Object)], nextCursor: null });
+    const paged = [...first.body.data, ...second.body.data] as { eventId: string; createdAt: string }[];
+    expect(new Set(paged.map((d) => d.eventId))).toEqual(new Set(events.map((e) => e._id)));
+    const times = paged.map((d) => d.createdAt);
+    expect(times).toEqual([...times].sort().reverse());
+    // The default page holds them all; nextCursor null.
+    expect((await list('').expect(200)).body).toMatchObject({ data: expect.any(Array), nextCursor: null });
+
+    const otherEndpoints = await t.http().get(`/v1/webhook-endpoints/${b.id}/deliveries?limit=1`).set(auth()).expect(200);
+    for (const [query, code] of [
+      [`?cursor=${otherEndpoints.body.nextCursor}`, 'invalid_cursor'],
+      ['?cursor=not-a-cursor', 'invalid_cursor'],
+      ['?limit=0', 'validation_failed'],
+      ['?limit=101', 'validation_failed'],
+    ]) {
+      const res = await list(query);
+      expect([query, res.status, res.body.code]).toEqual([query, 400, code]);
+      expectDocumented(res, 'GET', '/v1/webhook-endpoints/{id}/deliveries');
+    }
+  });
+
   it('a 500 then a 200: two attempts with the same webhook-id, and the deliveries API says succeeded', async () => {
     const r = await receiver();
     // Read while the second attempt is in flight: pending, the first attempt recorded, nothing to expire yet.

@@ -116,8 +116,11 @@ export class WebhookDeliveryResponse {
 }
 
 export class WebhookDeliveryListResponse {
-  @ApiProperty({ type: [WebhookDeliveryResponse], description: "The endpoint's deliveries, newest first (at most 100)" })
+  @ApiProperty({ type: [WebhookDeliveryResponse], description: "The endpoint's deliveries, newest first" })
   data: WebhookDeliveryResponse[];
+
+  @ApiProperty({ type: 'string', nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
+  nextCursor: string | null;
 }
 
 export class DeletedWebhookEndpointResponse {
