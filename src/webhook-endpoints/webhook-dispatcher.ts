@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { IdempotentMessages } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
@@ -14,6 +14,8 @@ import { WebhookEndpointRepository } from './webhook-endpoint.repository.js';
 /** The durable consumer's name: every instance subscribes under it and they share the stream. */
 export const DISPATCHER_CONSUMER = 'webhook-dispatcher';
 const MAX_BATCH = 100;
+/** Backoff between two tries to subscribe (the broker unreachable, or the consumer not created): 1 s doubling to 30 s. */
+const resubscribeDelayMs = (attempt: number) => Math.min(30_000, 1000 * 2 ** (attempt - 1));
 
 /**
  * The stream's consumer for outgoing webhooks. For each event, one delivery
@@ -25,7 +27,9 @@ const MAX_BATCH = 100;
  */
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('WebhookDispatcher');
   private subscription: Subscription | null = null;
+  private stopped = false;
 
   constructor(
     private readonly subscriber: EventSubscriber,
@@ -38,12 +42,36 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     @Inject(outgoingWebhooksConfig.KEY) private readonly config: OutgoingWebhooksConfig,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    this.subscription = await this.subscriber.subscribe(DISPATCHER_CONSUMER, (batch) => this.record(batch), { maxBatch: MAX_BATCH });
+  /**
+   * Subscribes in the background. On JetStream the subscription waits for the broker, and the service must not:
+   * with the broker down at boot it starts degraded (creates go on, events wait in the outbox), and awaiting the
+   * subscription here held the boot until the broker came back.
+   */
+  onApplicationBootstrap(): void {
+    this.stopped = false;
+    void this.subscribeUntilStopped();
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
     await this.subscription?.stop();
+  }
+
+  private async subscribeUntilStopped(): Promise<void> {
+    for (let attempt = 1; !this.stopped; attempt++) {
+      try {
+        const subscription = await this.subscriber.subscribe(DISPATCHER_CONSUMER, (batch) => this.record(batch), { maxBatch: MAX_BATCH });
+        if (this.stopped) return await subscription.stop();
+        this.subscription = subscription;
+        if (attempt > 1) this.logger.log(`subscribed to the event stream as ${DISPATCHER_CONSUMER}`);
+        return;
+      } catch (error) {
+        if (this.stopped) return;
+        const delayMs = resubscribeDelayMs(attempt);
+        this.logger.warn(`not subscribed to the event stream yet: ${(error as Error).message}; trying again in ${delayMs / 1000} s`);
+        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      }
+    }
   }
 
   /** One batch from the stream; resolves once its deliveries are committed (then the transport acks it). */

@@ -69,6 +69,51 @@ describeNats('the broker SIGKILLed during creates (a real nats-server, restarted
   });
 });
 
+describeNats('the broker down when the service starts', () => {
+  let nats: NatsServer;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    nats = await startNatsServer(binary());
+    await nats.kill(); // its port is now closed: NATS_URL points at a broker that is not there
+  });
+  afterAll(async () => {
+    await t?.close();
+    await nats?.stop();
+  });
+
+  it('starts degraded and takes creates; once the broker is up the relay publishes and the webhook dispatcher subscribes', async () => {
+    // The dispatcher awaited its subscription in the boot, and the subscription waited for the broker: the service
+    // did not start (no HTTP at all) until NATS came back. Now this resolves within the connect wait.
+    t = await startApp({
+      dbName: 'test_events_down_at_boot',
+      env: { NATS_URL: nats.url, NATS_CONNECT_WAIT_MS: '500', OUTBOX_PUBLISH_TIMEOUT_MS: '500' },
+    });
+    const created = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'down-at-boot').send(orderBody());
+    expect(created.status).toBe(201);
+    const ready = await t.http().get('/health/ready');
+    expect([ready.status, ready.body.info.events]).toEqual([200, { status: 'up', transport: 'jetstream', degraded: true }]);
+    expect(await t.app.get(OutboxRelay).tick()).toBe(0);
+
+    await nats.start();
+    const outbox = t.db.collection<{ _id: string; status: string }>('outbox_events');
+    const [event] = await outbox.find({}).toArray();
+    const inbox = t.db.collection('idempotency_inbox');
+    const deadline = Date.now() + 60_000;
+    while (
+      (await outbox.countDocuments({ status: 'pending' })) > 0 ||
+      (await inbox.countDocuments({ _id: `webhook-dispatcher:${event._id}` as never })) === 0
+    ) {
+      if (Date.now() > deadline) throw new Error('the event did not reach the stream and the dispatcher after the broker came up');
+      await outbox.updateMany({ status: 'pending' }, { $set: { availableAt: new Date(0) } }); // skip the backoff
+      await t.app.get(OutboxRelay).tick();
+      await sleep(200);
+    }
+    expect((await readStream(nats.url)).map((message) => message.msgId)).toEqual([event._id]);
+    expect((await t.http().get('/health/ready')).body.info.events.degraded).toBe(false);
+  });
+});
+
 describeNats('a stream whose settings contradict what the relay needs', () => {
   let nats: NatsServer;
 
