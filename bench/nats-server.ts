@@ -33,10 +33,18 @@ export function findNatsServer(): { binary: string } | { missing: string } {
   return { missing: 'nats-server is not installed (apt-get install nats-server; .ci/run does)' };
 }
 
-export async function startNatsServer(binary: string): Promise<NatsServer> {
+export interface NatsServerOptions {
+  /** More command-line options: TLS (`--tls ...`), authorization (`--user`, `--pass`, `--auth`). */
+  args?: string[];
+  /** The URL's scheme: `tls` for a server that requires TLS. */
+  scheme?: 'nats' | 'tls';
+}
+
+export async function startNatsServer(binary: string, options: NatsServerOptions = {}): Promise<NatsServer> {
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-test-'));
-  let child: ChildProcess | null = await launch(binary, port, storeDir);
+  const args = options.args ?? [];
+  let child: ChildProcess | null = await launch(binary, port, storeDir, args);
   const onExit = () => child?.kill('SIGKILL');
   process.once('exit', onExit);
   const end = async (signal: NodeJS.Signals) => {
@@ -48,13 +56,13 @@ export async function startNatsServer(binary: string): Promise<NatsServer> {
     await gone;
   };
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `${options.scheme ?? 'nats'}://127.0.0.1:${port}`,
     port,
     storeDir,
     kill: () => end('SIGKILL'),
     start: async () => {
       await end('SIGKILL');
-      child = await launch(binary, port, storeDir);
+      child = await launch(binary, port, storeDir, args);
     },
     stop: async () => {
       process.removeListener('exit', onExit);
@@ -64,8 +72,10 @@ export async function startNatsServer(binary: string): Promise<NatsServer> {
   };
 }
 
-async function launch(binary: string, port: number, storeDir: string): Promise<ChildProcess> {
-  const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+async function launch(binary: string, port: number, storeDir: string, args: string[]): Promise<ChildProcess> {
+  const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`nats-server on ${port} not ready within 15 s: ${output.slice(-500)}`)), 15_000);

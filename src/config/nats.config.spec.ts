@@ -1,10 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
+import { fileURLToPath } from 'node:url';
 import { configurationProblems as problemsOf, loadConfiguration } from './configuration.js';
 
 describe('nats settings', () => {
   it('leaves events in-process unless NATS_URL is set', () => {
     expect(loadConfiguration({}).nats).toEqual({
       tls: false,
+      tlsFiles: {},
       credsFile: undefined,
       stream: 'ORDER_EVENTS',
       replicas: 1,
@@ -22,6 +24,18 @@ describe('nats settings', () => {
       pass: 's@cret',
     });
     expect(loadConfiguration({ NATS_URL: 'nats://t0ken@nats:4222' }).nats).toMatchObject({ token: 't0ken' });
+  });
+
+  it('takes PEM files for TLS, refusing a file it cannot read, half a client pair, or TLS files on a nats:// URL', () => {
+    const pem = fileURLToPath(import.meta.url); // any readable file: the settings only check that it can be read
+    const tls = { NATS_URL: 'tls://broker.internal:4222', NATS_TLS_CA_FILE: pem, NATS_TLS_CERT_FILE: pem, NATS_TLS_KEY_FILE: pem };
+    expect(loadConfiguration(tls).nats).toMatchObject({ tls: true, tlsFiles: { caFile: pem, certFile: pem, keyFile: pem } });
+    expect(problemsOf({ ...tls, NATS_TLS_CA_FILE: '/nonexistent/ca.pem' })).toEqual(['NATS_TLS_CA_FILE: cannot read /nonexistent/ca.pem']);
+    expect(problemsOf({ NATS_URL: 'nats://n:4222', NATS_CREDS_FILE: '/nonexistent/orders.creds' })).toEqual([
+      'NATS_CREDS_FILE: cannot read /nonexistent/orders.creds',
+    ]);
+    expect(problemsOf({ ...tls, NATS_TLS_KEY_FILE: undefined })).toEqual([expect.stringMatching(/set both \(mutual TLS\) or neither/)]);
+    expect(problemsOf({ NATS_URL: 'nats://n:4222', NATS_TLS_CA_FILE: pem })).toEqual(['NATS_TLS_*: need a tls:// NATS_URL']);
   });
 
   it('names the variable of a bad value', () => {

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { accessSync, constants } from 'node:fs';
 import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 
 /** The broker the outbox relay publishes to (NATS JetStream). Unset: events stay in-process. */
@@ -12,6 +13,20 @@ export class NatsEnvironment {
   @IsOptional()
   @Matches(/^\S+$/, { message: 'must be a file path' })
   NATS_CREDS_FILE?: string;
+
+  // TLS (a tls:// NATS_URL): the CA that signed the server's certificate, when it is not one Node trusts (PEM).
+  @IsOptional()
+  @Matches(/^\S+$/, { message: 'must be a file path' })
+  NATS_TLS_CA_FILE?: string;
+
+  // Mutual TLS: this service's certificate and its key (PEM), for a server that verifies clients.
+  @IsOptional()
+  @Matches(/^\S+$/, { message: 'must be a file path' })
+  NATS_TLS_CERT_FILE?: string;
+
+  @IsOptional()
+  @Matches(/^\S+$/, { message: 'must be a file path' })
+  NATS_TLS_KEY_FILE?: string;
 
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, _ or -' })
   NATS_STREAM: string = 'ORDER_EVENTS';
@@ -35,6 +50,8 @@ export interface NatsSettings {
   /** `host:port` of NATS_URL, credentials removed (also what the boot banner shows). */
   server?: string;
   tls: boolean;
+  /** PEM files for TLS: a private CA, and this service's certificate and key for mutual TLS. */
+  tlsFiles: { caFile?: string; certFile?: string; keyFile?: string };
   user?: string;
   pass?: string;
   token?: string;
@@ -45,8 +62,26 @@ export interface NatsSettings {
 }
 
 export function natsSettings(env: NatsEnvironment, problems: string[]): NatsSettings {
+  const tlsFiles = {
+    ...(env.NATS_TLS_CA_FILE ? { caFile: env.NATS_TLS_CA_FILE } : {}),
+    ...(env.NATS_TLS_CERT_FILE ? { certFile: env.NATS_TLS_CERT_FILE } : {}),
+    ...(env.NATS_TLS_KEY_FILE ? { keyFile: env.NATS_TLS_KEY_FILE } : {}),
+  };
+  // Read when the broker connects, long after boot said it started: a file it cannot read is refused here, by name.
+  for (const [name, path] of [
+    ['NATS_CREDS_FILE', env.NATS_CREDS_FILE],
+    ['NATS_TLS_CA_FILE', tlsFiles.caFile],
+    ['NATS_TLS_CERT_FILE', tlsFiles.certFile],
+    ['NATS_TLS_KEY_FILE', tlsFiles.keyFile],
+  ] as const) {
+    if (path !== undefined && !readable(path)) problems.push(`${name}: cannot read ${path}`);
+  }
+  if (Boolean(tlsFiles.certFile) !== Boolean(tlsFiles.keyFile)) {
+    problems.push('NATS_TLS_CERT_FILE, NATS_TLS_KEY_FILE: set both (mutual TLS) or neither');
+  }
   const base = {
     tls: false,
+    tlsFiles,
     credsFile: env.NATS_CREDS_FILE,
     stream: env.NATS_STREAM,
     replicas: env.NATS_STREAM_REPLICAS,
@@ -60,6 +95,7 @@ export function natsSettings(env: NatsEnvironment, problems: string[]): NatsSett
     problems.push('NATS_URL: is not a URL');
     return base;
   }
+  if (url.protocol !== 'tls:' && Object.keys(tlsFiles).length > 0) problems.push('NATS_TLS_*: need a tls:// NATS_URL');
   const user = decodeURIComponent(url.username) || undefined;
   const pass = decodeURIComponent(url.password) || undefined;
   return {
@@ -70,4 +106,13 @@ export function natsSettings(env: NatsEnvironment, problems: string[]): NatsSett
     // nats://secret@host is a token, nats://user:password@host a user (NATS's own URL convention).
     ...(pass === undefined ? { token: user } : { user, pass }),
   };
+}
+
+function readable(path: string): boolean {
+  try {
+    accessSync(path, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

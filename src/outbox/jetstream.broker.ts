@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { jetstream, jetstreamManager, JetStreamApiError, JetStreamApiCodes, StorageType } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import { connect, credsAuthenticator, NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import {
+  connect,
+  credsAuthenticator,
+  NoRespondersError,
+  TimeoutError,
+  type ConnectionOptions,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import { natsConfig, outboxConfig, type NatsConfig, type OutboxConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { requiredStream, streamContradictions } from './jetstream-stream.js';
@@ -33,12 +40,19 @@ export function jetStreamErrorCode(error: unknown): string {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Between two tries of the first connection, as between two reconnects. */
+const RETRY_MS = 1000;
+/** A connection problem that repeats (a refused password, an untrusted certificate) is logged at most this often. */
+const PROBLEM_LOG_EVERY_MS = 60_000;
+
 /**
  * The one NATS connection of the process, and the stream it publishes to.
  * Boot waits NATS_CONNECT_WAIT_MS for it: a stream that contradicts our
  * needs stops the boot with one line; an unreachable broker does not (the
  * outbox is the buffer: creates go on, and the relay publishes once the
- * connection is up). The client reconnects forever.
+ * connection is up). The client reconnects forever, also past refused
+ * credentials (fixed on the server, they work again without a restart), and
+ * the reason it cannot connect is logged (once a minute while it lasts).
  */
 @Injectable()
 export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
@@ -46,6 +60,8 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
   private connection?: NatsConnection;
   private ready?: Promise<BrokerClients>;
   private stopped = false;
+  private problemLoggedAt = 0;
+  private problemsSinceLog = 0;
   state: BrokerState = 'off';
   refusal?: string;
 
@@ -94,23 +110,52 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async start(): Promise<BrokerClients> {
-    const connection = await connect({
+    const connection = await this.firstConnection({
       servers: this.nats.server,
       name: 'idempotent-orders',
-      ...(this.nats.tls ? { tls: {} } : {}),
+      ...(this.nats.tls ? { tls: { ...this.nats.tlsFiles } } : {}),
       ...(this.nats.user ? { user: this.nats.user, pass: this.nats.pass } : {}),
       ...(this.nats.token ? { token: this.nats.token } : {}),
       ...(this.nats.credsFile ? { authenticator: credsAuthenticator(readFileSync(this.nats.credsFile)) } : {}),
-      waitOnFirstConnect: true,
       maxReconnectAttempts: -1,
-      reconnectTimeWait: 1000,
+      reconnectTimeWait: RETRY_MS,
+      // The client's default gives up after two refusals of the same credentials, and would leave the service
+      // without a broker until a restart; it retries like any reconnect instead, and the reason is logged.
+      ignoreAuthErrorAbort: true,
     });
+    if (this.stopped) {
+      // Shut down while the connection was being made: nobody will close it later.
+      await connection.close();
+      throw new Error('NATS connection closed: the service is shutting down');
+    }
     this.connection = connection;
     this.connected(true);
     void this.watch(connection);
     const jsm = await jetstreamManager(connection, { timeout: this.outbox.publishTimeoutMs });
     await this.ensureStream(jsm);
     return { js: jetstream(connection, { timeout: this.outbox.publishTimeoutMs }), jsm };
+  }
+
+  /**
+   * Tries until the broker takes the connection, logging why it does not. The client hides the reason
+   * twice: its own wait for a first connection (waitOnFirstConnect) retries in silence, and with reconnects
+   * on, a first connection whose TLS handshake fails (an untrusted certificate, no client certificate) is
+   * retried until its 20 s timeout and reported as "timeout". So each try first connects once without
+   * reconnects, which fails at once with the reason, and then makes the connection the service keeps.
+   */
+  private async firstConnection(options: ConnectionOptions): Promise<NatsConnection> {
+    for (;;) {
+      if (this.stopped) throw new Error('NATS connection not made: the service is shutting down');
+      try {
+        await (await connect({ ...options, reconnect: false })).close();
+        return await connect(options);
+      } catch (error) {
+        if (this.stopped) throw error;
+        this.metrics.jetstreamErrors.inc({ operation: 'connect', code: jetStreamErrorCode(error) });
+        this.problem(`NATS at ${this.nats.server} did not take the connection: ${reason(error)}`);
+        await sleep(RETRY_MS);
+      }
+    }
   }
 
   /** Creates the stream when missing; refuses one that contradicts; retries while the broker does not answer. */
@@ -150,7 +195,20 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
     for await (const status of connection.status()) {
       if (status.type === 'disconnect') this.connected(false);
       if (status.type === 'reconnect') this.connected(true);
+      // What the server said while reconnecting, e.g. "Authorization Violation" after a credential rotation.
+      if (status.type === 'error') this.problem(`NATS at ${this.nats.server}: ${reason(status.error)}`);
     }
+  }
+
+  /** Logs a connection problem; the same kind of line at most once a minute, saying how many it stood for. */
+  private problem(message: string): void {
+    this.problemsSinceLog += 1;
+    const now = Date.now();
+    if (now - this.problemLoggedAt < PROBLEM_LOG_EVERY_MS) return;
+    const more = this.problemsSinceLog > 1 ? ` (${this.problemsSinceLog - 1} more since the last such line)` : '';
+    this.logger.warn(`${message}; retrying every ${RETRY_MS / 1000} s${more}`);
+    this.problemLoggedAt = now;
+    this.problemsSinceLog = 0;
   }
 
   private connected(up: boolean): void {
@@ -159,4 +217,11 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
     if (!up) this.logger.warn(`NATS at ${this.nats.server} disconnected: events wait in the outbox`);
     else this.logger.log(`NATS at ${this.nats.server} connected`);
   }
+}
+
+/** An error's message with its cause's (the TLS or socket error under a NATS connection error). */
+function reason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : null;
+  return cause && !message.includes(cause) ? `${message} (${cause})` : message;
 }
