@@ -135,7 +135,7 @@ describeNats('outgoing webhooks on JetStream: the dispatcher as a durable pull c
     expect(await deliveries().countDocuments({ eventId: event._id })).toBe(1);
 
     // The dispatchers come back: JetStream delivers the event again; the inbox drops it.
-    for (const app of [t, second]) await app.app.get(WebhookDispatcher).onApplicationBootstrap();
+    for (const app of [t, second]) app.app.get(WebhookDispatcher).onApplicationBootstrap();
     await eventually('the delivery', async () => (await deliveries().countDocuments({ status: 'succeeded' })) === 1, 30_000);
     const duplicates = async () => {
       let total = 0;
