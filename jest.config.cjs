@@ -20,7 +20,11 @@ const common = {
   // (@nestjs/throttler): Node runs them, Jest on Node < 24.9 cannot. See
   // test/support/esm-interop/resolver.cjs.
   resolver: '<rootDir>/test/support/esm-interop/resolver.cjs',
-  setupFilesAfterEnv: ['<rootDir>/test/support/esm-interop/setup.mjs'],
+  setupFilesAfterEnv: [
+    '<rootDir>/test/support/esm-interop/setup.mjs',
+    '<rootDir>/test/support/status-with-body.mjs',
+    '<rootDir>/test/support/process-health.mjs',
+  ],
 };
 
 // Two tiers (issue 33): the folders below belong to the soak tier (npm run test:soak). `npm test` sets

@@ -2,9 +2,15 @@
 // file through the environment. Uses the same resolver as `npm start`
 // (src/database/embedded-mongo.ts, built by `pretest`).
 import { EMULATOR_GAPS, resolveMongoBackend } from '../../dist/src/database/embedded-mongo.js';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { findRedisServer, startRedisServer } from '../../dist/bench/redis-server.js';
 
 export default async function globalSetup() {
+  // Each test file's process health (test/support/process-health.mjs), summed up by the summary reporter.
+  process.env.TEST_HEALTH_FILE = join(tmpdir(), `jest-health-${process.pid}.jsonl`);
+  rmSync(process.env.TEST_HEALTH_FILE, { force: true });
   const backend = await resolveMongoBackend(process.env);
   globalThis.__MONGO_BACKEND__ = backend;
   process.env.MONGODB_URI = backend.uri;
