@@ -30,6 +30,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/*
+ * The emulator behind the serializing proxy runs one transaction at a time, so
+ * a request queued behind a burst waits for the lock on its pool connection
+ * (and the pool opens at most two connections at once). A real replica set
+ * never makes it wait there. On a loaded machine that queue outlasted the
+ * production bounds (3 s to answer, 2 s for a pooled connection): CI's gate
+ * answered 9 of the Redis burst's 50 identical requests with 503
+ * store_unavailable (MongoNetworkTimeoutError), and 24 CPU hogs here do the
+ * same. In-process apps on the emulator wait 15 s instead; a test may set its
+ * own. A frozen store is tested on a service process with the production
+ * bounds (test/process/store-freeze*.e2e-spec.ts).
+ */
+const EMULATOR_QUEUE_BOUNDS: Record<string, string> =
+  process.env.TEST_MONGO_BACKEND === 'emulator' ? { MONGODB_SOCKET_TIMEOUT_MS: '15000', MONGODB_POOL_WAIT_TIMEOUT_MS: '15000' } : {};
+
 type ModuleImport = NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>[number];
 
 export interface TestAppOptions {
@@ -60,6 +75,7 @@ export async function startApp(options: TestAppOptions): Promise<TestApp> {
     // Rate limits get their own test; elsewhere they would only add noise.
     RATE_LIMIT_PER_KEY_PER_MINUTE: '0',
     RATE_LIMIT_PER_TENANT_PER_MINUTE: '0',
+    ...EMULATOR_QUEUE_BOUNDS,
     ...options.env,
   };
   const saved = withEnv(env);
