@@ -25,8 +25,7 @@ describe('main.ts: the boot a person reads, the shutdown it logs', () => {
       env: { LOG_LEVEL: 'info', PAYMENT_SIMULATOR_LATENCY_MS: '3000', SHUTDOWN_GRACE_MS: '15000' },
     });
     // Ready answers before the log is on stdout: lines are written in batches, at least every 200 ms (logging.module.ts).
-    for (let waited = 0; !service.stdout().includes('Token    ') && waited < 5_000; waited += 100) await sleep(100);
-    const boot = service.stdout();
+    const boot = await service.waitForStdout('Token    ');
     expect(boot).toContain(`Listening on http://127.0.0.1:${service.port} (NODE_ENV=test): idempotent orders is ready`);
     expect(boot).toContain(`Docs     http://127.0.0.1:${service.port}/docs`);
     expect(boot).toContain('Store    MONGODB_URI');

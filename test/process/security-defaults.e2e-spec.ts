@@ -203,7 +203,9 @@ describe('dev defaults in the real process (#3)', () => {
       body: processOrderBody(),
     });
     expect(created.status).toBe(201);
-    expect(service.stdout()).toContain(`Listening on http://127.0.0.1:${service.port}`);
+    // Logged before the 201, but lines reach stdout in batches: wait for it rather than race the flush.
+    const listening = `Listening on http://127.0.0.1:${service.port}`;
+    await expect(service.waitForStdout(listening)).resolves.toContain(listening);
   });
 
   it('a real MONGODB_URI without NODE_ENV or keys exits 1 naming what is missing, and prints no URI password', async () => {

@@ -53,6 +53,12 @@ export interface ServiceProcess {
   kill(signal?: NodeJS.Signals): void;
   /** Last ~200 lines of each stream. */
   stdout(): string;
+  /**
+   * Resolves with stdout once it contains text (rejects after timeoutMs, default 5 s, with both streams).
+   * The service's log lines reach stdout in batches, at least every 200 ms (logging.module.ts), so an answer
+   * over HTTP can come before the line that was logged before it.
+   */
+  waitForStdout(text: string, timeoutMs?: number): Promise<string>;
   stderr(): string;
   /** Both streams and the exit status, for failure messages. */
   describe(): string;
@@ -153,6 +159,13 @@ export async function spawnService(options: ServiceProcessOptions = {}): Promise
       if (exit === null && child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
     stdout: () => out.join('\n'),
+    waitForStdout: (text, timeoutMs = 5_000) =>
+      pollUntil(
+        async () => service.stdout().includes(text) && service.stdout(),
+        timeoutMs,
+        () => `${label} did not print ${JSON.stringify(text)}\n${service.describe()}`,
+        50,
+      ),
     stderr: () => err.join('\n'),
     describe: () =>
       `[${label} pid ${child.pid} exit ${JSON.stringify(exit)}]\n--- stdout (last lines) ---\n${out.join('\n')}\n--- stderr (last lines) ---\n${err.join('\n')}`,
