@@ -1,8 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
-import { MongoNetworkError, MongoServerSelectionError } from 'mongodb';
 import type { Connection } from 'mongoose';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { BOOT_RETRY_DEADLINE_MS, retryWhileStoreUnavailable } from '@idempotent-orders/nest-idempotency';
 
 export class NotAReplicaSetError extends Error {
   constructor() {
@@ -21,21 +20,6 @@ const SHARDED_TRANSACTIONS_WIRE_VERSION = 8;
 const NAMESPACE_EXISTS = 48;
 /** CommandNotFound: a server without `create` (only test emulators; every mongod and mongos has it). */
 const COMMAND_NOT_FOUND = 59;
-
-/**
- * How long the boot keeps retrying a collection or index it could not build for a passing reason (a
- * timeout, no primary yet). A process killed inside a transaction leaves it open on the server until
- * `transactionLifetimeLimitSeconds` (60 s by default) and an index build waits behind it, past the
- * driver's socket timeout: the restarted service waits that out rather than exiting.
- */
-export const BOOT_RETRY_DEADLINE_MS = 90_000;
-const BOOT_RETRY_FIRST_DELAY_MS = 250;
-const BOOT_RETRY_MAX_DELAY_MS = 5_000;
-
-/** A failure that says nothing about the schema: the same build can succeed once the store answers. */
-export function isPassingStoreError(error: unknown): boolean {
-  return error instanceof MongoNetworkError || error instanceof MongoServerSelectionError;
-}
 
 /** Whether the server we talk to can run multi-document transactions: a replica set member, or a mongos of 4.2+. */
 export function runsTransactions(hello: { setName?: unknown; msg?: unknown; maxWireVersion?: unknown }): boolean {
@@ -74,24 +58,21 @@ export class DatabaseBootstrap implements OnApplicationBootstrap {
   }
 
   /**
-   * Runs a build step again on a passing store error, with a growing pause, until BOOT_RETRY_DEADLINE_MS;
-   * any other error (a conflicting index, no rights) ends the boot at once. Both steps are idempotent:
-   * an existing collection is accepted, an existing identical index is a no-op.
+   * A build step, run again while the store cannot answer it (after a crash, it waits behind the dead
+   * process's open transaction) until the package's boot deadline; any other error (a conflicting index,
+   * no rights) ends the boot at once. Both steps are idempotent: an existing collection is accepted, an
+   * existing identical index is a no-op.
    */
-  private async retryingPassingErrors(what: string, step: () => Promise<void>): Promise<void> {
-    const deadline = Date.now() + this.retryDeadlineMs;
-    for (let delay = BOOT_RETRY_FIRST_DELAY_MS; ; delay = Math.min(delay * 2, BOOT_RETRY_MAX_DELAY_MS)) {
-      try {
-        return await step();
-      } catch (error) {
-        if (!isPassingStoreError(error) || Date.now() + delay > deadline) throw error;
+  private retryingPassingErrors(what: string, step: () => Promise<void>): Promise<void> {
+    return retryWhileStoreUnavailable(
+      step,
+      (error, delayMs) =>
         this.logger.warn(
-          `Building ${what} failed (${(error as Error).name}: ${(error as Error).message}); retrying in ${delay} ms. ` +
+          `Building ${what} failed (${error.name}: ${error.message}); retrying in ${delayMs} ms. ` +
             'A transaction left open by a process that died holds it until the store gives the transaction up (60 s on mongod).',
-        );
-        await sleep(delay);
-      }
-    }
+        ),
+      this.retryDeadlineMs,
+    );
   }
 
   /** BOOT_RETRY_DEADLINE_MS; a test shortens it. */

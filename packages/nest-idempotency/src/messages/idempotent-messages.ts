@@ -1,6 +1,7 @@
 import { Logger, type OnModuleInit, type Provider } from '@nestjs/common';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { ClientSession, Connection } from 'mongoose';
+import { retryWhileStoreUnavailable } from '../store/boot-retry.js';
 import { isDuplicateKey } from '../store/mongo-errors.js';
 import { TransactionRunner } from '../store/transaction-runner.js';
 
@@ -85,9 +86,16 @@ export class IdempotentMessages implements OnModuleInit {
     };
   }
 
-  /** Creates the inbox (collection and TTL index) before the first transaction writes to it. */
+  /**
+   * Creates the inbox (collection and TTL index) before the first transaction writes to it; tried again while
+   * the store cannot answer (after a crash, the build waits behind the dead process's open transaction).
+   */
   async onModuleInit(): Promise<void> {
-    await this.inbox().createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+    await retryWhileStoreUnavailable(
+      () => this.inbox().createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 }),
+      (error, delayMs) =>
+        this.logger.warn(`${this.collectionName} index not built yet (${error.name}: ${error.message}); retrying in ${delayMs} ms`),
+    );
   }
 
   /** One message: `handled` when its effect committed now, `duplicate` when the consumer had handled it before. */

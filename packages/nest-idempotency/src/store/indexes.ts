@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import { ModuleRef } from '@nestjs/core';
 import type { Model } from 'mongoose';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
+import { retryWhileStoreUnavailable } from './boot-retry.js';
 import { IDEMPOTENCY_MODELS, modelToken } from './schemas.js';
 
 /** NamespaceExists (48): the collection is there already; CommandNotFound (59): a test emulator without `create`. */
@@ -27,17 +28,24 @@ export class IdempotencyIndexes implements OnApplicationBootstrap {
     if (this.settings.indexes !== 'bootstrap') return;
     for (const { name } of IDEMPOTENCY_MODELS) {
       const model = this.moduleRef.get<Model<unknown>>(modelToken(name));
-      try {
-        await model.db.createCollection(model.collection.collectionName);
-      } catch (error) {
-        const code = (error as { code?: number }).code;
-        if (code === undefined || !TOLERATED_CREATE_ERRORS.has(code)) throw error;
-        if (code === 59)
-          this.logger.warn(
-            `createCollection is not supported by this server; ${model.collection.collectionName} is created on first write`,
-          );
-      }
-      await model.createIndexes();
+      const collection = model.collection.collectionName;
+      // Tried again while the store cannot answer (after a crash, a build waits behind the dead process's transaction).
+      await retryWhileStoreUnavailable(
+        () => this.build(model),
+        (error, delayMs) => this.logger.warn(`${collection} not built yet (${error.name}: ${error.message}); retrying in ${delayMs} ms`),
+      );
     }
+  }
+
+  private async build(model: Model<unknown>): Promise<void> {
+    try {
+      await model.db.createCollection(model.collection.collectionName);
+    } catch (error) {
+      const code = (error as { code?: number }).code;
+      if (code === undefined || !TOLERATED_CREATE_ERRORS.has(code)) throw error;
+      if (code === 59)
+        this.logger.warn(`createCollection is not supported by this server; ${model.collection.collectionName} is created on first write`);
+    }
+    await model.createIndexes();
   }
 }

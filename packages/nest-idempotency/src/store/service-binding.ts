@@ -1,8 +1,9 @@
-import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { IDEMPOTENCY_CONNECTION } from './schemas.js';
 import type { Connection } from 'mongoose';
 import { IDEMPOTENCY_SETTINGS, type IdempotencySettings } from '../options.js';
 import { IdempotencyClock } from '../ports.js';
+import { retryWhileStoreUnavailable } from './boot-retry.js';
 
 export class ServiceNameChangedError extends Error {
   constructor(stored: string, configured: string) {
@@ -31,6 +32,8 @@ interface ServiceBindingDoc {
  */
 @Injectable()
 export class ServiceBinding implements OnApplicationBootstrap {
+  private readonly logger = new Logger(ServiceBinding.name);
+
   constructor(
     @Inject(IDEMPOTENCY_CONNECTION) private readonly connection: Connection,
     @Inject(IDEMPOTENCY_SETTINGS) private readonly config: IdempotencySettings,
@@ -39,10 +42,15 @@ export class ServiceBinding implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     const meta = this.connection.db!.collection<ServiceBindingDoc>('idempotency_meta');
-    const bound = await meta.findOneAndUpdate(
-      { _id: 'service' },
-      { $setOnInsert: { name: this.config.serviceName, since: this.clock.now() } },
-      { upsert: true, returnDocument: 'after' },
+    // Tried again while the store cannot answer yet (no primary, a restart behind a dead process's transaction).
+    const bound = await retryWhileStoreUnavailable(
+      () =>
+        meta.findOneAndUpdate(
+          { _id: 'service' },
+          { $setOnInsert: { name: this.config.serviceName, since: this.clock.now() } },
+          { upsert: true, returnDocument: 'after' },
+        ),
+      (error, delayMs) => this.logger.warn(`Service binding not read yet (${error.name}: ${error.message}); retrying in ${delayMs} ms`),
     );
     if (bound && bound.name !== this.config.serviceName) throw new ServiceNameChangedError(bound.name, this.config.serviceName);
   }
