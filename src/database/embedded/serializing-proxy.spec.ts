@@ -83,6 +83,8 @@ describe('SerializingProxy', () => {
     await c2.command({ insert: 'b', ...inTransaction(s2, 1, true) });
 
     expect(proxy.stats.idleAborts).toBe(1);
+    // Kept with its time for the test summary, which names the files running then (summary-reporter.cjs).
+    expect(proxy.stats.aborts).toEqual([{ at: expect.any(Number), reason: expect.stringMatching(/^idle for \d+ ms$/) }]);
     await new Promise((resolve) => setTimeout(resolve, 50)); // the upstream abort travels on its own connection
     expect(upstream.received.find((command) => 'abortTransaction' in command)).toMatchObject({ lsid: { id: s1 }, autocommit: false });
     await expect(c1.command({ commitTransaction: 1, ...inTransaction(s1, 1), $db: 'admin' })).resolves.toMatchObject({
@@ -93,6 +95,26 @@ describe('SerializingProxy', () => {
     });
     expect(upstream.names().filter((name) => name === 'commitTransaction')).toEqual([]);
     expect(logs.join('\n')).toMatch(/idle for 100 ms/);
+  });
+
+  it('does not take a stalled process for an idle client: the command sent as the stall ends is served', async () => {
+    // In Jest the proxy shares its process with the app under test, so a long pause of that process
+    // (a major GC of a large heap) stops both; its idle timer then fires before the command that
+    // was written as the pause ended is read. CI saw this abort a live transaction.
+    await startProxy({ idleTimeoutMs: 100 });
+    const c1 = await client();
+    const s1 = newSessionId();
+    await c1.command({ insert: 'a', ...inTransaction(s1, 1, true) });
+    const until = Date.now() + 300;
+    while (Date.now() < until); // the whole process stalls, well past the idle timeout
+    await expect(c1.command({ insert: 'a', ...inTransaction(s1, 1) })).resolves.toMatchObject({ ok: 1 });
+    await expect(c1.command({ commitTransaction: 1, ...inTransaction(s1, 1), $db: 'admin' })).resolves.toMatchObject({ ok: 1 });
+    expect(proxy.stats.idleAborts).toBe(0);
+
+    // A client that stays silent once the process runs again is still idle.
+    await c1.command({ insert: 'a', ...inTransaction(s1, 2, true) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(proxy.stats.idleAborts).toBe(1);
   });
 
   it('releases a transaction whose session ends, and one superseded by a newer transaction on its session', async () => {

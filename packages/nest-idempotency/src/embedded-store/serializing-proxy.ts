@@ -40,7 +40,12 @@ export interface SerializingProxyStats {
   idleAborts: number;
   supersededAborts: number;
   slowWriteWarnings: number;
+  /** The last aborts the proxy made (not the injected conflicts), oldest first: when, and why. */
+  aborts: { at: number; reason: string }[];
 }
+
+/** How many aborts `stats.aborts` keeps. */
+const ABORTS_KEPT = 20;
 
 interface OpenTransaction {
   key: string;
@@ -71,6 +76,8 @@ const WRITES = new Set([
 const ENDS_TRANSACTION = new Set(['commitTransaction', 'abortTransaction']);
 /** Killed transactions are remembered this long, to answer their zombies. */
 const KILLED_MEMORY_MS = 10 * 60_000;
+/** An idle timer firing later than this finds its process stalled, not its client idle. */
+const STALL_MS = 100;
 
 export class SerializingProxy {
   readonly stats: SerializingProxyStats = {
@@ -79,6 +86,7 @@ export class SerializingProxy {
     idleAborts: 0,
     supersededAborts: 0,
     slowWriteWarnings: 0,
+    aborts: [],
   };
   private readonly lock = new FifoLock();
   private readonly open = new Map<string, OpenTransaction>();
@@ -247,6 +255,7 @@ export class SerializingProxy {
     }
     const transaction = this.open.get(key)!;
     clearTimeout(transaction.idleTimer);
+    transaction.idleTimer = undefined;
 
     if (TRANSACTIONAL_WRITES.has(name) && this.random() < this.writeConflictRate) {
       this.stats.injectedConflicts++;
@@ -256,10 +265,19 @@ export class SerializingProxy {
     const ends = ENDS_TRANSACTION.has(name);
     const armIdle = () => {
       if (!this.open.has(key)) return;
-      transaction.idleTimer = setTimeout(() => {
-        this.stats.idleAborts++;
-        this.kill(key, `idle for ${this.idleTimeoutMs} ms`);
+      const armedAt = Date.now();
+      const timer = setTimeout(() => {
+        // Late by more than a beat: this process stalled (a long GC; in tests the app shares it), and
+        // its client could not speak meanwhile. Idleness is counted again from now.
+        if (Date.now() - armedAt - this.idleTimeoutMs > STALL_MS) return armIdle();
+        // Timers run before the poll for I/O: a command written as a stall ended is read first.
+        setImmediate(() => {
+          if (transaction.idleTimer !== timer || !this.open.has(key)) return;
+          this.stats.idleAborts++;
+          this.kill(key, `idle for ${this.idleTimeoutMs} ms`);
+        });
       }, this.idleTimeoutMs);
+      transaction.idleTimer = timer;
     };
     forward(message, { done: () => (ends ? this.finish(key) : armIdle()), lost: armIdle });
   }
@@ -311,7 +329,10 @@ export class SerializingProxy {
     this.killed.set(key, now);
     clearTimeout(transaction.idleTimer);
     if (reason.startsWith('superseded')) this.stats.supersededAborts++;
-    if (!reason.startsWith('injected')) this.log(`aborted transaction ${key}: ${reason}`);
+    if (!reason.startsWith('injected')) {
+      this.log(`aborted transaction ${key}: ${reason}`);
+      this.stats.aborts = [...this.stats.aborts, { at: now, reason }].slice(-ABORTS_KEPT);
+    }
     // The lock passes on only once the upstream dropped it: the emulator refuses the session's next
     // transaction ("transaction already in progress for this session") while this one is open.
     void this.abortUpstream(transaction).finally(() => this.finish(key));
