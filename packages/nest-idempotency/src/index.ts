@@ -53,7 +53,12 @@ export { IdempotencyService } from './protocol/idempotency.service.js';
 export type { IdempotentRequest, IdempotentResult, IdempotentWork, PrefetchedOwner } from './protocol/work.js';
 export type { IdempotencyRecord, IdempotentResponse, Lease, RecordCancellation, RecordStatus } from './protocol/record.js';
 export { IdempotencyAttempts } from './protocol/attempts.js';
-export { SingleTransactionWorks, SINGLE_TRANSACTION_POINT, type SingleTransactionHandler } from './protocol/single-transaction.js';
+export {
+  RefusedBeforeWorkError,
+  SingleTransactionWorks,
+  SINGLE_TRANSACTION_POINT,
+  type SingleTransactionHandler,
+} from './protocol/single-transaction.js';
 export { deriveClaimId, SubjectDigests, subjectDigest } from './protocol/ids.js';
 export { BodyNotCanonicalError } from './protocol/fingerprint.js';
 export { erasedResponse } from './protocol/stored-responses.js';
@@ -88,6 +93,7 @@ export { PeriodicTask } from './recovery/periodic-task.js';
 
 // Store: the transaction runner your writes share with the records, and MongoDB error classes
 export { TransactionRunner, TRANSACTION_OPTIONS } from './store/transaction-runner.js';
+export { BOOT_RETRY_DEADLINE_MS, retryWhileStoreUnavailable } from './store/boot-retry.js';
 export {
   hasLabel,
   isDuplicateKey,

@@ -16,7 +16,9 @@ export const SINGLE_TRANSACTION_POINT = 'completed';
  * before the handler was entered (a pipe's 400): nothing of the operation
  * began, so the claim is withdrawn - the record deleted - and `refusal`
  * goes on to the app's filters. Stripe saves no result for a request that
- * failed validation; the key stays free for the corrected body.
+ * failed validation; the key stays free for the corrected body. A handler
+ * may throw it too, for a refusal it finds before any effect (a limit read
+ * in its transaction): its writes roll back and the key stays free.
  */
 export class RefusedBeforeWorkError extends Error {
   constructor(readonly refusal: unknown) {
