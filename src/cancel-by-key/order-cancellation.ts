@@ -147,8 +147,8 @@ export class OrderCancellation implements Canceler, OnModuleInit {
    * A finished cancel's answer follows the money it relied on: a card refund
    * `succeeded` at Stripe can still fail days later (refund.failed puts the
    * money back and the order is charged again). Then the cancel's `refunded`
-   * (its own refund failed) or `nothing_to_undo` (others' refunds failed)
-   * is no longer true, and every repeat answers `refund_failed`: the order
+   * (its own refund failed, or a refund by id it left out as already given
+   * back) or `nothing_to_undo` (others' refunds failed) is no longer true, and every repeat answers `refund_failed`: the order
    * is charged, the key stays canceled, and the money goes back by a refund
    * of the order by its id (docs/api/cancel-by-key.md).
    */
@@ -163,7 +163,11 @@ export class OrderCancellation implements Canceler, OnModuleInit {
     const refundId = view.references.refundId;
     // A store error surfaces (503) rather than answering from a guess; only a refund that is not there counts as not failed.
     const own = refundId ? await this.refunds.get(tenant, orderId, refundId).catch(notFoundAsNull) : null;
-    const failed = refundId ? own?.state === 'failed' : true;
+    if (refundId && !own) return view;
+    // Charged with no refund in flight to give it back: the cancel's own refund failed, or one by id that it
+    // counted on for the rest did (its refund was only the rest). A refund in flight is not final: wait for it.
+    const inFlight = order.capturedMinor - order.refundedMinor - order.refundableMinor > 0;
+    const failed = !refundId || own?.state === 'failed' || !inFlight;
     return failed ? { ...view, outcome: REFUND_FAILED } : view;
   }
 

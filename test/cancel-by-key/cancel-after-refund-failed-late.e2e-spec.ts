@@ -90,6 +90,27 @@ describe('cancel by key after the refund it counted on fails late', () => {
     expect((await cancel('late-cancel-2').expect(200)).body).toMatchObject({ status: 'canceled', outcome: 'refund_failed', orderId });
   });
 
+  it('the cancel refunded the rest after a refund by id: when that refund by id fails late, the repeat answers refund_failed', async () => {
+    // The cancel's own refund succeeded, but it was only the rest: the answer relied on the client's 1,000 too.
+    const orderId = (await create('late-cancel-5').expect(201)).body.id as string;
+    const byId = await t
+      .http()
+      .post(`/v1/orders/${orderId}/refunds`)
+      .set(auth())
+      .set('Idempotency-Key', 'late-cancel-5-refund')
+      .send({ amountMinor: 1000, reason: 'requested_by_customer' })
+      .expect(201);
+    const first = await cancel('late-cancel-5').expect(200);
+    expect(first.body).toMatchObject({ outcome: 'refunded', orderId });
+    const refundId = first.body.refundId as string;
+    expect(await t.db.collection('refunds').findOne({ _id: refundId as never })).toMatchObject({ amountMinor: 1500 });
+    await failLate(byId.body.id as string);
+    expect(await order(orderId)).toMatchObject({ state: 'partially_refunded', capturedMinor: 2500, refundedMinor: 1500 });
+    const repeat = await cancel('late-cancel-5').expect(200);
+    expect(repeat.body).toMatchObject({ status: 'canceled', outcome: 'refund_failed', orderId, refundId });
+    expect(await t.db.collection('refunds').countDocuments({ orderId })).toBe(2); // nothing sent again
+  });
+
   it('once the client gave the money back by a refund by id (as the docs advise), the repeat no longer answers refund_failed', async () => {
     const orderId = (await create('late-cancel-3').expect(201)).body.id as string;
     const first = await cancel('late-cancel-3').expect(200);
