@@ -4,6 +4,8 @@
  * restarted on that store when a test wants a broker crash. Never a mock: the
  * relay is tested against the server it will talk to.
  */
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -38,12 +40,16 @@ export interface NatsServerOptions {
   args?: string[];
   /** The URL's scheme: `tls` for a server that requires TLS. */
   scheme?: 'nats' | 'tls';
+  /** The client port (a cluster's nodes know each other's before they start); a free one when unset. */
+  port?: number;
+  /** false: a server without JetStream (no -js), whose clients connect but whose JetStream API has no responders. */
+  jetstream?: boolean;
 }
 
 export async function startNatsServer(binary: string, options: NatsServerOptions = {}): Promise<NatsServer> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-test-'));
-  const args = options.args ?? [];
+  const args = [...(options.jetstream === false ? [] : ['-js']), ...(options.args ?? [])];
   let child: ChildProcess | null = await launch(binary, port, storeDir, args);
   const onExit = () => child?.kill('SIGKILL');
   process.once('exit', onExit);
@@ -72,8 +78,70 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
   };
 }
 
+export interface NatsCluster {
+  readonly nodes: NatsServer[];
+  /** Every node's URL, comma-separated: NATS_URL's form for a cluster's seeds. */
+  readonly urls: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A JetStream cluster of `size` nodes on loopback (names n1, n2, ...), each a
+ * NatsServer that can be killed and restarted on its store; resolves once the
+ * cluster has elected its JetStream meta leader, so a stream can be created.
+ */
+export async function startNatsCluster(binary: string, size = 3): Promise<NatsCluster> {
+  const clientPorts: number[] = [];
+  const routePorts: number[] = [];
+  for (let i = 0; i < size; i++) clientPorts.push(await freePort());
+  for (let i = 0; i < size; i++) routePorts.push(await freePort());
+  const route = (i: number) => `nats://127.0.0.1:${routePorts[i]}`;
+  const nodes: NatsServer[] = [];
+  const cluster: NatsCluster = {
+    nodes,
+    get urls() {
+      return nodes.map((node) => node.url).join(',');
+    },
+    stop: async () => {
+      await Promise.all(nodes.map((node) => node.stop()));
+    },
+  };
+  try {
+    for (let i = 0; i < size; i++) {
+      const routes = routePorts.flatMap((_, j) => (j === i ? [] : [route(j)])).join(',');
+      const args = ['--server_name', `n${i + 1}`, '--cluster_name', 'orders-test', '--cluster', route(i), '--routes', routes];
+      nodes.push(await startNatsServer(binary, { port: clientPorts[i], args }));
+    }
+    await metaLeaderElected(cluster.urls.split(','), 30_000);
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  return cluster;
+}
+
+/** Waits until JetStream answers account info: the cluster has a meta leader. */
+async function metaLeaderElected(urls: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const connection = await connect({ servers: urls, reconnect: false });
+      try {
+        await (await jetstreamManager(connection, { timeout: 1000 })).getAccountInfo();
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      if (Date.now() > deadline)
+        throw new Error(`the NATS cluster elected no JetStream leader within ${timeoutMs} ms: ${(error as Error).message}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
 async function launch(binary: string, port: number, storeDir: string, args: string[]): Promise<ChildProcess> {
-  const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir, ...args], {
+  const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let output = '';

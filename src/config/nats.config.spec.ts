@@ -5,6 +5,7 @@ import { configurationProblems as problemsOf, loadConfiguration } from './config
 describe('nats settings', () => {
   it('leaves events in-process unless NATS_URL is set', () => {
     expect(loadConfiguration({}).nats).toEqual({
+      servers: [],
       tls: false,
       tlsFiles: {},
       credsFile: undefined,
@@ -24,6 +25,21 @@ describe('nats settings', () => {
       pass: 's@cret',
     });
     expect(loadConfiguration({ NATS_URL: 'nats://t0ken@nats:4222' }).nats).toMatchObject({ token: 't0ken' });
+  });
+
+  it("takes a cluster's seeds, comma-separated, with one scheme and one identity for all", () => {
+    expect(loadConfiguration({ NATS_URL: 'nats://orders:pw@n1:4222,nats://orders:pw@n2:4223,nats://orders:pw@n3' }).nats).toMatchObject({
+      servers: ['n1:4222', 'n2:4223', 'n3:4222'],
+      server: 'n1:4222,n2:4223,n3:4222',
+      user: 'orders',
+      pass: 'pw',
+    });
+    expect(problemsOf({ NATS_URL: 'tls://n1:4222,nats://n2:4222' })).toEqual([
+      'NATS_URL: every seed needs the same scheme and credentials',
+    ]);
+    expect(problemsOf({ NATS_URL: 'nats://a:x@n1,nats://b:y@n2' })).toEqual(['NATS_URL: every seed needs the same scheme and credentials']);
+    expect(problemsOf({ NATS_URL: 'nats://n1:4222,' })).toEqual([expect.stringMatching(/^NATS_URL: /)]);
+    expect(problemsOf({ NATS_URL: 'nats://n1:4222, nats://n2:4222' })).toEqual([expect.stringMatching(/^NATS_URL: /)]);
   });
 
   it('takes PEM files for TLS, refusing a file it cannot read, half a client pair, or TLS files on a nats:// URL', () => {

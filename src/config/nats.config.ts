@@ -5,8 +5,9 @@ import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 /** The broker the outbox relay publishes to (NATS JetStream). Unset: events stay in-process. */
 export class NatsEnvironment {
   // nats://host:4222, or tls://host:4222 for TLS; credentials may ride in the URL (user:password@, or token@).
+  // A cluster's seeds, comma-separated (nats://a:4222,nats://b:4222): boot takes the first that answers.
   @IsOptional()
-  @Matches(/^(nats|tls):\/\/\S+$/, { message: 'must be a nats:// or tls:// URL' })
+  @Matches(/^(nats|tls):\/\/[^\s,]+(,(nats|tls):\/\/[^\s,]+)*$/, { message: 'must be nats:// or tls:// URLs, comma-separated' })
   NATS_URL?: string;
 
   // A NATS .creds file (JWT + nkey seed), the usual credentials of a managed NATS account.
@@ -47,7 +48,9 @@ export class NatsEnvironment {
 export interface NatsSettings {
   /** Unset: no broker, events go to the in-process bus. */
   url?: string;
-  /** `host:port` of NATS_URL, credentials removed (also what the boot banner shows). */
+  /** `host:port` of each seed of NATS_URL, credentials removed (what the client dials). */
+  servers: string[];
+  /** The seeds as logs and the boot banner show them: `host:port`, comma-separated. */
   server?: string;
   tls: boolean;
   /** PEM files for TLS: a private CA, and this service's certificate and key for mutual TLS. */
@@ -80,6 +83,7 @@ export function natsSettings(env: NatsEnvironment, problems: string[]): NatsSett
     problems.push('NATS_TLS_CERT_FILE, NATS_TLS_KEY_FILE: set both (mutual TLS) or neither');
   }
   const base = {
+    servers: [],
     tls: false,
     tlsFiles,
     credsFile: env.NATS_CREDS_FILE,
@@ -88,20 +92,30 @@ export function natsSettings(env: NatsEnvironment, problems: string[]): NatsSett
     connectWaitMs: env.NATS_CONNECT_WAIT_MS,
   };
   if (!env.NATS_URL) return base;
-  let url: URL;
+  let urls: URL[];
   try {
-    url = new URL(env.NATS_URL);
+    urls = env.NATS_URL.split(',').map((seed) => new URL(seed));
   } catch {
-    problems.push('NATS_URL: is not a URL');
+    // Said once: the format check above may have named it already (an empty seed, a space).
+    if (!problems.some((problem) => problem.startsWith('NATS_URL:'))) problems.push('NATS_URL: is not a URL');
+    return base;
+  }
+  const [url] = urls;
+  // One client, one TLS setting and one identity for every seed: a list that mixes them would connect as
+  // whichever seed answered first.
+  if (urls.some((seed) => seed.protocol !== url.protocol || seed.username !== url.username || seed.password !== url.password)) {
+    problems.push('NATS_URL: every seed needs the same scheme and credentials');
     return base;
   }
   if (url.protocol !== 'tls:' && Object.keys(tlsFiles).length > 0) problems.push('NATS_TLS_*: need a tls:// NATS_URL');
   const user = decodeURIComponent(url.username) || undefined;
   const pass = decodeURIComponent(url.password) || undefined;
+  const servers = urls.map((seed) => `${seed.hostname}:${seed.port || '4222'}`);
   return {
     ...base,
     url: env.NATS_URL,
-    server: `${url.hostname}:${url.port || '4222'}`,
+    servers,
+    server: servers.join(','),
     tls: url.protocol === 'tls:',
     // nats://secret@host is a token, nats://user:password@host a user (NATS's own URL convention).
     ...(pass === undefined ? { token: user } : { user, pass }),

@@ -117,6 +117,18 @@ export class MetricsService {
     labelNames: ['consumer'] as const,
     registers: [this.registry],
   });
+  readonly eventsHandlerFailures = new Counter({
+    name: 'events_handler_failures_total',
+    help: "Events a durable consumer's handler failed on, counted at each failure (each is delivered again after a backoff up to 30 s, never dropped)",
+    labelNames: ['consumer'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsConsumerRecreated = new Counter({
+    name: 'events_consumer_recreated_total',
+    help: 'Durable consumers recreated after they were deleted while read (by an operator, or with their stream); a recreated consumer reads the stream from its start',
+    labelNames: ['consumer'] as const,
+    registers: [this.registry],
+  });
   // --- end of events on the broker ---
 
   readonly rateLimited = new Counter({
@@ -215,7 +227,7 @@ export class MetricsService {
 
   readonly outgoingWebhookAttempts = new Counter({
     name: 'outgoing_webhook_attempts_total',
-    help: 'HTTP attempts to merchant endpoints by result (success, http_error, timeout, connection_error, address_refused, endpoint_gone)',
+    help: 'HTTP attempts to merchant endpoints by result (success, http_error, timeout, connection_error, address_refused, endpoint_gone, secret_unavailable)',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

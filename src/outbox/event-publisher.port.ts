@@ -32,7 +32,10 @@ export abstract class EventPublisher {
  * EventSubscriber. A publish resolves once every subscriber's handler has
  * resolved and throws when one throws, so the relay retries the event later
  * (every subscriber gets it again and deduplicates on its id): at least once,
- * as on the broker, but only while this process lives.
+ * as on the broker, but only while this process lives. A consumer is durable
+ * here too: once one has stopped (the service shutting down), publishes fail
+ * and events wait in the outbox for the next process, rather than going out
+ * to the consumers that are left and never to the stopped one.
  */
 @Injectable()
 export class LogEventPublisher extends EventPublisher implements EventSubscriber {
@@ -41,8 +44,13 @@ export class LogEventPublisher extends EventPublisher implements EventSubscriber
   private readonly subscribers = new Map<string, (batch: DeliveredEvent[]) => Promise<void>>();
   /** Times each event went to the subscribers before: the in-process `redeliveries`. */
   private readonly deliveries = new Map<string, number>();
+  /** Consumers that subscribed and then stopped: their events must wait, as on a durable consumer. */
+  private readonly stopped = new Set<string>();
 
   async publish(event: PublishedEvent): Promise<void> {
+    if (this.stopped.size > 0) {
+      throw new Error(`in-process consumer ${[...this.stopped].join(', ')} stopped: the event waits in the outbox for the next start`);
+    }
     this.logger.log({ msg: 'event published', eventId: event.id, type: event.type, tenant: event.tenant });
     this.emitter.emit(event.type, event);
     if (this.subscribers.size === 0) return;
@@ -58,9 +66,11 @@ export class LogEventPublisher extends EventPublisher implements EventSubscriber
   subscribe(consumer: string, handle: (batch: DeliveredEvent[]) => Promise<void>): Promise<Subscription> {
     if (this.subscribers.has(consumer)) throw new Error(`in-process consumer ${consumer} is already subscribed`);
     this.subscribers.set(consumer, handle);
+    this.stopped.delete(consumer);
     return Promise.resolve({
       stop: () => {
         this.subscribers.delete(consumer);
+        this.stopped.add(consumer);
         return Promise.resolve();
       },
     });

@@ -33,9 +33,17 @@ export interface BrokerClients {
 export function jetStreamErrorCode(error: unknown): string {
   if (error instanceof JetStreamApiError) return String(error.code);
   if (error instanceof TimeoutError) return 'timeout';
-  if (error instanceof NoRespondersError) return 'no_responders';
+  if (error instanceof NoRespondersError || noStreamAnswered(error)) return 'no_responders';
   if (error instanceof StreamRefusedError) return 'stream_refused';
   return 'other';
+}
+
+/**
+ * A publish that no stream answered: the client reports it as "JetStream not enabled" (its request had no
+ * responders), whether JetStream is down or no stream takes the subject any more. The class is not exported.
+ */
+export function noStreamAnswered(error: unknown): boolean {
+  return error instanceof Error && error.name === 'JetStreamNotEnabled';
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -62,6 +70,10 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
   private stopped = false;
   private problemLoggedAt = 0;
   private problemsSinceLog = 0;
+  /** JetStream answered and the stream is as we need it: only then does a connection count as up. */
+  private streamChecked = false;
+  /** A check of the stream after a publish nobody answered, while one runs (recheckStream). */
+  private recheck?: Promise<void>;
   state: BrokerState = 'off';
   refusal?: string;
 
@@ -104,6 +116,31 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
     return this.ready;
   }
 
+  /**
+   * A publish nobody answered: the stream may have been deleted while the service ran, and only the boot made
+   * it, so events waited in the outbox until a restart. It is checked again as at boot (created when missing,
+   * refused when it contradicts), one check at a time; the relay's next try of the event then lands in it.
+   * Consumers recreate their durable consumers on their own (JetStreamEventSubscriber).
+   */
+  recheckStream(): void {
+    const connection = this.connection;
+    if (!connection || this.stopped || this.recheck) return;
+    this.recheck = this.ensureStream(connection)
+      .then(
+        () => {
+          // A stream refused at an earlier check and put right since: the broker is ours again (health says so).
+          if (this.state !== 'refused') return;
+          this.state = 'connected';
+          this.refusal = undefined;
+        },
+        (error: unknown) => {
+          // Once a minute at most: every publish nobody answers starts another check once this one ends.
+          if (!this.stopped) this.problem(`NATS stream ${this.nats.stream} checked again and refused: ${reason(error)}`);
+        },
+      )
+      .finally(() => (this.recheck = undefined));
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     await this.connection?.close().catch(() => undefined);
@@ -111,7 +148,7 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
 
   private async start(): Promise<BrokerClients> {
     const connection = await this.firstConnection({
-      servers: this.nats.server,
+      servers: this.nats.servers,
       name: 'idempotent-orders',
       ...(this.nats.tls ? { tls: { ...this.nats.tlsFiles } } : {}),
       ...(this.nats.user ? { user: this.nats.user, pass: this.nats.pass } : {}),
@@ -129,10 +166,10 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
       throw new Error('NATS connection closed: the service is shutting down');
     }
     this.connection = connection;
-    this.connected(true);
     void this.watch(connection);
-    const jsm = await jetstreamManager(connection, { timeout: this.outbox.publishTimeoutMs });
-    await this.ensureStream(jsm);
+    const jsm = await this.ensureStream(connection);
+    this.streamChecked = true;
+    this.connected(true);
     return { js: jetstream(connection, { timeout: this.outbox.publishTimeoutMs }), jsm };
   }
 
@@ -158,11 +195,17 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  /** Creates the stream when missing; refuses one that contradicts; retries while the broker does not answer. */
-  private async ensureStream(jsm: JetStreamManager): Promise<void> {
+  /**
+   * Creates the stream when missing; refuses one that contradicts; retries while JetStream does not answer.
+   * A connection is not yet JetStream: a server may take clients before its JetStream is up (a cluster
+   * electing its meta leader, a server started without -js), so the manager's own first call is retried
+   * here too. Until this returns the broker counts as down: health says degraded, events wait.
+   */
+  private async ensureStream(connection: NatsConnection): Promise<JetStreamManager> {
     const required = requiredStream(this.nats.stream, this.nats.replicas, this.outbox);
     for (;;) {
       try {
+        const jsm = await jetstreamManager(connection, { timeout: this.outbox.publishTimeoutMs });
         const info = await jsm.streams.info(required.name).catch(async (error: unknown) => {
           if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
           this.logger.log(
@@ -181,12 +224,12 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
             `NATS stream ${required.name} has ${info.config.num_replicas} replica(s), NATS_STREAM_REPLICAS says ${required.num_replicas}`,
           );
         }
-        return;
+        return jsm;
       } catch (error) {
         if (error instanceof StreamRefusedError || this.stopped) throw error;
         this.metrics.jetstreamErrors.inc({ operation: 'stream', code: jetStreamErrorCode(error) });
-        this.logger.warn(`NATS stream ${required.name} not checked yet: ${(error as Error).message}`);
-        await sleep(1000);
+        this.problem(`NATS stream ${required.name} not checked yet (is JetStream enabled on ${this.nats.server}?): ${reason(error)}`);
+        await sleep(RETRY_MS);
       }
     }
   }
@@ -212,6 +255,7 @@ export class JetStreamBroker implements OnModuleInit, OnApplicationShutdown {
   }
 
   private connected(up: boolean): void {
+    if (up && !this.streamChecked) return; // connected, but JetStream has not answered yet: still down for us
     if (this.state !== 'refused') this.state = up ? 'connected' : 'disconnected';
     this.metrics.eventsBrokerConnected.set(up ? 1 : 0);
     if (!up) this.logger.warn(`NATS at ${this.nats.server} disconnected: events wait in the outbox`);

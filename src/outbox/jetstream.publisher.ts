@@ -3,7 +3,7 @@ import { headers } from '@nats-io/transport-node';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { toCloudEvent } from './cloud-event.js';
 import { EventPublisher, type PublishedEvent } from './event-publisher.port.js';
-import { JetStreamBroker, jetStreamErrorCode } from './jetstream.broker.js';
+import { JetStreamBroker, jetStreamErrorCode, noStreamAnswered } from './jetstream.broker.js';
 import { subjectOf } from './jetstream-stream.js';
 
 /** Structured mode: the whole CloudEvent is the body. */
@@ -32,6 +32,7 @@ export class JetStreamEventPublisher extends EventPublisher {
       await js.publish(subjectOf(event.type), JSON.stringify(toCloudEvent(event)), { msgID: event.id, headers: header });
     } catch (error) {
       this.metrics.jetstreamErrors.inc({ operation: 'publish', code: jetStreamErrorCode(error) });
+      if (noStreamAnswered(error)) this.broker.recheckStream();
       throw error;
     }
   }

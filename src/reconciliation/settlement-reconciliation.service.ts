@@ -8,6 +8,7 @@ import { ProviderStatement } from '../payments/provider-statement.port.js';
 import type { ReportIdempotencySettings, ReportWebhookSettings } from './report-configuration.js';
 import { afterRecheck, compareSettlements, MISMATCH_KINDS, netClearing, type SettlementReport } from './settlement-compare.js';
 import { WorkInFlight } from './work-in-flight.js';
+import { sleepUnlessAborted } from '../common/sleep.js';
 
 /** The scheduled run covers this much, ending one processing bound ago (by then every settled charge is in the ledger). */
 export const SCHEDULED_WINDOW_MS = 24 * 3600 * 1000;
@@ -67,7 +68,7 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
     const keys = new Set([...settled.map((item) => item.chargeKey), ...posted.map((line) => `charge:${line.orderId}`)]);
     const first = await this.compareKeys({ from, to }, [...keys]);
     if (first.mismatches.length === 0) return first;
-    await sleep(this.recheckAfterMs, this.closing.signal);
+    await sleepUnlessAborted(this.recheckAfterMs, this.closing.signal);
     return afterRecheck(
       first,
       await this.compareKeys(
@@ -100,18 +101,4 @@ export class SettlementReconciliation implements OnApplicationBootstrap, OnAppli
       return report;
     });
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -114,6 +114,49 @@ describeNats('the broker down when the service starts', () => {
   });
 });
 
+describeNats('a broker that takes the connection before its JetStream answers', () => {
+  let nats: NatsServer;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    nats = await startNatsServer(binary(), { jetstream: false });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await nats?.stop();
+  });
+
+  it('waits degraded, and publishes once JetStream is up on that server (it was dead until a restart)', async () => {
+    // A cluster electing its meta leader, or a server started without -js, connects clients while its JetStream
+    // API has no responders. The manager's first call was outside every retry: the broker stayed failed for the
+    // life of the process while health said connected.
+    t = await startApp({
+      dbName: 'test_events_no_jetstream_yet',
+      env: { NATS_URL: nats.url, NATS_CONNECT_WAIT_MS: '500', OUTBOX_PUBLISH_TIMEOUT_MS: '500' },
+    });
+    const created = await t.http().post('/v1/orders').set(auth()).set('Idempotency-Key', 'no-js-yet').send(orderBody());
+    expect(created.status).toBe(201);
+    expect((await t.http().get('/health/ready')).body.info.events).toEqual({ status: 'up', transport: 'jetstream', degraded: true });
+    expect(metric((await t.http().get('/metrics')).text, 'events_broker_connected')).toBe(0);
+    expect(await t.app.get(OutboxRelay).tick()).toBe(0);
+
+    await nats.stop();
+    nats = await startNatsServer(binary(), { port: nats.port }); // the same address, now with JetStream
+    const outbox = t.db.collection<{ _id: string; status: string }>('outbox_events');
+    const deadline = Date.now() + 30_000;
+    while ((await outbox.countDocuments({ status: 'pending' })) > 0) {
+      if (Date.now() > deadline) throw new Error('the event never reached the stream once JetStream was up');
+      await outbox.updateMany({ status: 'pending' }, { $set: { availableAt: new Date(0) } }); // skip the backoff
+      await t.app.get(OutboxRelay).tick();
+      await sleep(200);
+    }
+    const [event] = await outbox.find({}).toArray();
+    expect((await readStream(nats.url)).map((message) => message.msgId)).toEqual([event._id]);
+    expect((await t.http().get('/health/ready')).body.info.events.degraded).toBe(false);
+    expect(metric((await t.http().get('/metrics')).text, 'events_broker_connected')).toBe(1);
+  }, 60_000);
+});
+
 describeNats('a stream whose settings contradict what the relay needs', () => {
   let nats: NatsServer;
 

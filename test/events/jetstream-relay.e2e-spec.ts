@@ -8,7 +8,7 @@ import { OutboxEventRepository } from '../../src/outbox/outbox-event.repository.
 import { OutboxRelay } from '../../src/outbox/outbox.relay.js';
 import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { auth, orderBody, startApp, type TestApp } from '../support/test-app.js';
-import { readStream, streamConfig } from './stream-reader.js';
+import { addStream, deleteStream, readStream, streamConfig } from './stream-reader.js';
 
 const found = findNatsServer();
 if ('missing' in found) console.warn(`SKIPPED test/events/jetstream-relay: ${found.missing}`);
@@ -142,6 +142,41 @@ describeNats('outbox relay on a real nats-server (JetStream)', () => {
     for (const id of ids) {
       expect(messages.filter((message) => message.event.subject === id).map((message) => message.event.sequence)).toEqual(['1', '2']);
     }
+  });
+
+  it('a stream deleted while the service runs is made again by the next publish, as at boot: no restart, no event lost', async () => {
+    const before = await streamConfig(nats.url);
+    await deleteStream(nats.url);
+    const order = await create('k-stream-gone');
+    expect(await relay.tick()).toBe(0); // nobody answered the publish: the event waits, and the stream is checked again
+    await until(async () => (await streamConfig(nats.url).catch(() => null)) !== null);
+    expect(await streamConfig(nats.url)).toMatchObject({
+      name: before.name,
+      subjects: before.subjects,
+      storage: before.storage,
+      duplicate_window: before.duplicate_window,
+    });
+    await outbox().updateMany({}, { $set: { availableAt: new Date(0) } }); // past the failed publish's backoff
+    await until(async () => (await relay.tick()) === 1);
+    expect((await inStream()).map((message) => message.msgId)).toEqual([`evt_${order.id}_completed`]);
+    expect(await outbox().countDocuments({ status: 'published' })).toBe(1);
+  });
+
+  it('a stream replaced by one that cannot take our events is refused at the next publish (health: degraded); once put right, it is ours again', async () => {
+    const degraded = async () =>
+      ((await t.http().get('/health/ready').expect(200)).body as { info: { events: { degraded: boolean } } }).info.events.degraded;
+    await deleteStream(nats.url);
+    await addStream(nats.url, 'ORDER_EVENTS', ['elsewhere.>']);
+    await create('k-stream-refused');
+    expect(await relay.tick()).toBe(0); // nobody answered: the stream is checked again, and refused
+    await until(degraded);
+    await deleteStream(nats.url); // the operator puts it right: the next publish makes it as at boot
+    await until(async () => {
+      await outbox().updateMany({}, { $set: { availableAt: new Date(0) } }); // past each failed publish's backoff
+      return (await relay.tick()) === 1;
+    });
+    expect(await degraded()).toBe(false);
+    expect(await streamConfig(nats.url)).toMatchObject({ subjects: ['orders.events.>'] });
   });
 });
 

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
-import { EventPublisher, type PublishedEvent } from '../../src/outbox/event-publisher.port.js';
+import { EventPublisher } from '../../src/outbox/event-publisher.port.js';
 import { EventSubscriber, type DeliveredEvent, type Subscription } from '../../src/outbox/event-subscriber.port.js';
+import { JetStreamBroker } from '../../src/outbox/jetstream.broker.js';
 import { JetStreamEventSubscriber } from '../../src/outbox/jetstream.subscriber.js';
 import { findNatsServer, startNatsServer, type NatsServer } from '../../bench/nats-server.js';
 import { startApp, type TestApp } from '../support/test-app.js';
+import { publishTestEvents } from './test-events.js';
 
 const found = findNatsServer();
 if ('missing' in found) console.warn(`SKIPPED test/events/jetstream-subscriber: ${found.missing}`);
@@ -32,25 +33,7 @@ describeNats('EventSubscriber on a real nats-server: durable pull consumer, expl
     await nats?.stop();
   });
 
-  /** Publishes `count` events of a test's own, through the service's publisher; returns their ids. */
-  const publishEvents = async (count: number): Promise<string[]> => {
-    const ids: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const event: PublishedEvent = {
-        id: `evt_${randomUUID()}`,
-        type: 'order.completed',
-        tenant: 'acme',
-        aggregateId: `ord_${i}`,
-        schemaVersion: 2,
-        sequence: 1,
-        payload: { id: `ord_${i}` },
-        occurredAt: new Date().toISOString(),
-      };
-      await publisher.publish(event);
-      ids.push(event.id);
-    }
-    return ids;
-  };
+  const publishEvents = (count: number) => publishTestEvents(publisher, count);
   const subscribe = async (
     consumer: string,
     handle: (batch: DeliveredEvent[]) => Promise<void>,
@@ -103,18 +86,95 @@ describeNats('EventSubscriber on a real nats-server: durable pull consumer, expl
     const seen: DeliveredEvent[] = [];
     let failures = 1;
     let redelivered = 0;
-    await subscribe('redelivery', async (batch) => {
-      redelivered += batch.filter((delivered) => delivered.redeliveries > 0).length;
-      const mine = batch.filter((delivered) => delivered.event.id === id);
-      seen.push(...mine);
-      if (mine.length > 0 && failures-- > 0) throw new Error('consumer down');
-    });
+    // One event per batch: a failed batch of several is handed back one event at a time at once (the poison test
+    // below), and it is the transport's redelivery, counted by the metric, that this test is about.
+    await subscribe(
+      'redelivery',
+      async (batch) => {
+        redelivered += batch.filter((delivered) => delivered.redeliveries > 0).length;
+        const mine = batch.filter((delivered) => delivered.event.id === id);
+        seen.push(...mine);
+        if (mine.length > 0 && failures-- > 0) throw new Error('consumer down');
+      },
+      1,
+    );
     await until(() => seen.length === 2);
     expect(seen.map((delivered) => delivered.redeliveries)).toEqual([0, 1]);
     const metrics = await t.app.get(MetricsService).registry.getSingleMetricAsString('events_consumer_redeliveries_total');
-    // The whole failed batch came again (the events earlier tests published too): the counter counts each.
     expect(metrics).toContain(`events_consumer_redeliveries_total{consumer="redelivery"} ${redelivered}`);
-    expect(redelivered).toBeGreaterThan(0);
+    expect(redelivered).toBe(1);
+  });
+
+  it('a poison event fails alone: the good events of its batch are handled one at a time and acked, the poison is retried, never dropped', async () => {
+    const ids = await publishEvents(5);
+    const poison = ids[2];
+    const good = ids.filter((id) => id !== poison);
+    const succeeded = new Map<string, number>(); // good id -> handler calls that resolved with it
+    const seenAfterSuccess: string[] = [];
+    const sharedWithPoison = new Set<string>();
+    const poisonRedeliveries: number[] = [];
+    // Published before the subscription, so they arrive together: the poison shares a batch with good events.
+    await subscribe(
+      'poison',
+      async (batch) => {
+        const mine = batch.filter((delivered) => ids.includes(delivered.event.id)).map((delivered) => delivered.event.id);
+        seenAfterSuccess.push(...mine.filter((id) => succeeded.has(id)));
+        const failing = batch.find((delivered) => delivered.event.id === poison);
+        if (failing) {
+          poisonRedeliveries.push(failing.redeliveries);
+          mine.filter((id) => id !== poison).forEach((id) => sharedWithPoison.add(id));
+          throw new Error('poison event');
+        }
+        for (const id of mine) succeeded.set(id, (succeeded.get(id) ?? 0) + 1);
+      },
+      100,
+    );
+    await until(() => good.every((id) => succeeded.has(id)), 10_000);
+    expect(sharedWithPoison.size).toBeGreaterThan(0); // the case this test is about happened
+    // The poison comes back on its own backoff (1 s, then 2 s), and keeps coming: it is not terminated.
+    await until(() => Math.max(...poisonRedeliveries) >= 2, 10_000);
+    expect(good.map((id) => succeeded.get(id))).toEqual(good.map(() => 1));
+    expect(seenAfterSuccess).toEqual([]); // each good event was acked with its success, not handed again
+    const { jsm } = await t.app.get(JetStreamBroker).clients();
+    const info = await jsm.consumers.info(t.app.get(JetStreamBroker).stream, 'poison');
+    expect(info.num_ack_pending).toBe(1); // the poison, waiting for its next try
+    // Counted at each failure, for the alert that sees a poison event (it makes no lag): the good events' one
+    // failure each (in the batch's call) is not counted, only the poison's own.
+    const failures = await t.app.get(MetricsService).registry.getSingleMetricAsString('events_handler_failures_total');
+    const counted = Number(/events_handler_failures_total\{consumer="poison"\} (\d+)/.exec(failures)?.[1]);
+    expect(counted).toBeGreaterThanOrEqual(2); // its first two deliveries at least (the third is under way)
+    expect(counted).toBeLessThanOrEqual(poisonRedeliveries.length - 1); // not its call in the shared batch
+  });
+
+  it('stop() does not wait out a one-at-a-time pass: the events not yet handed go back at once, none acked, none lost', async () => {
+    const ids = await publishEvents(5);
+    const calls: number[] = []; // the size of each batch handed, for this test's events
+    let passStarted!: () => void;
+    const started = new Promise<void>((resolve) => (passStarted = resolve));
+    // Every call fails, slowly, as during a store outage: the pass would make 5 more calls after the batch's.
+    const subscription = await subscribe(
+      'stop-mid-pass',
+      async (batch) => {
+        const mine = batch.filter((delivered) => ids.includes(delivered.event.id));
+        if (mine.length === 0) return;
+        calls.push(mine.length);
+        if (mine.length === 1) passStarted();
+        await sleep(200);
+        throw new Error('store unavailable');
+      },
+      100,
+    );
+    await started;
+    await subscription.stop();
+    expect(calls[0]).toBeGreaterThan(1); // the case this test is about: a batch, then the pass
+    expect(calls.slice(1)).toEqual([1]); // the call under way finished; the pass went no further
+    // The next reader under the name gets every event: none was acked by the failing calls, none dropped.
+    const again = new Set<string>();
+    await subscribe('stop-mid-pass', async (batch) => {
+      batch.forEach((delivered) => again.add(delivered.event.id));
+    });
+    // At once, or after the 30 s ack wait for an event whose redelivery met the stopped reader's last pull.
+    await until(() => ids.every((id) => again.has(id)), 45_000);
   });
 
   it('keeps events_consumer_pending rising while a handler hangs (read from the consumer, not only at deliveries), so the lag alert can fire', async () => {

@@ -38,12 +38,32 @@ export async function readStream(url: string, stream = 'ORDER_EVENTS'): Promise<
   }
 }
 
-/** The stream's configuration as the broker holds it (null when there is none). */
+/** The stream's configuration as the broker holds it (throws when there is none). */
 export async function streamConfig(url: string, stream = 'ORDER_EVENTS') {
   const connection = await connect({ servers: url, reconnect: false });
   try {
     const jsm = await jetstreamManager(connection);
     return (await jsm.streams.info(stream)).config;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Deletes the stream, as an operator would with `nats stream rm`. */
+export async function deleteStream(url: string, stream = 'ORDER_EVENTS'): Promise<void> {
+  const connection = await connect({ servers: url, reconnect: false });
+  try {
+    await (await jetstreamManager(connection)).streams.delete(stream);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Adds a stream of the operator's own (file storage), as `nats stream add` would. */
+export async function addStream(url: string, name: string, subjects: string[]): Promise<void> {
+  const connection = await connect({ servers: url, reconnect: false });
+  try {
+    await (await jetstreamManager(connection)).streams.add({ name, subjects });
   } finally {
     await connection.close();
   }
