@@ -77,6 +77,8 @@ export const APP_PROBLEMS: Readonly<Record<string, AppProblem>> = {
   webhook_endpoint_not_found: { status: 404, ...REFUSED },
   webhook_delivery_not_found: { status: 404, ...REFUSED },
   webhook_url_refused: { status: 422, ...REFUSED },
+  // Found in the create's transaction and withdrawn with its claim: nothing ran, nothing stored.
+  webhook_endpoint_limit: { status: 409, ...REFUSED },
   // Provider webhooks (no Idempotency-Key: the event id is the key). Refused before the inbox, nothing recorded;
   // the same delivery would be refused again, so a provider should not retry it as it is.
   webhook_signature_invalid: { status: 401, ...REFUSED },

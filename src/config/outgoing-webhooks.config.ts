@@ -44,6 +44,13 @@ export class OutgoingWebhooksEnvironment {
   @Max(1000)
   OUTGOING_WEBHOOKS_MAX_CONCURRENCY: number = 32;
 
+  // Endpoints one tenant may register: each event fans out to all of them, so this bounds one tenant's share of
+  // the dispatcher's work and of its store (Stripe's own limit is 16). At most 100, which the list route shows whole.
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  OUTGOING_WEBHOOKS_MAX_ENDPOINTS_PER_TENANT: number = 16;
+
   // How long a delivery is kept after it ended (succeeded or failed), in days; a pending one is kept until it ends.
   @IsInt()
   @Min(1)
@@ -63,6 +70,8 @@ export interface OutgoingWebhooksSettings {
   pollIntervalMs: number;
   perEndpointConcurrency: number;
   maxConcurrency: number;
+  /** Endpoints one tenant may have; a create past it is refused (409 webhook_endpoint_limit) and its key stays free. */
+  maxEndpointsPerTenant: number;
   /** An ended delivery is removed this long after its last attempt (the deliveries API and a manual retry then answer 404). */
   retentionMs: number;
 }
@@ -82,6 +91,7 @@ export function outgoingWebhooksSettings(
     pollIntervalMs: env.OUTGOING_WEBHOOKS_POLL_INTERVAL_MS,
     perEndpointConcurrency: env.OUTGOING_WEBHOOKS_PER_ENDPOINT_CONCURRENCY,
     maxConcurrency: env.OUTGOING_WEBHOOKS_MAX_CONCURRENCY,
+    maxEndpointsPerTenant: env.OUTGOING_WEBHOOKS_MAX_ENDPOINTS_PER_TENANT,
     retentionMs: env.OUTGOING_WEBHOOKS_RETENTION_DAYS * 24 * 3600 * 1000,
   };
 }

@@ -80,10 +80,16 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
   private async claimAndStart(): Promise<number> {
     const free = this.config.maxConcurrency - this.inFlight.size;
     const now = this.clock.now();
-    const due = free > 0 ? await this.deliveries.due(now, free * 4) : [];
+    // Endpoints at their share are left out of the window: one endpoint's backlog (a merchant whose server hangs,
+    // a thousand due) filled it oldest first, and every other tenant's deliveries waited behind it.
+    const full = [...this.perEndpoint].filter(([, sending]) => sending >= this.config.perEndpointConcurrency).map(([id]) => id);
+    const due = free > 0 ? await this.deliveries.due(now, free * 4, full) : [];
     // Counted when there is work, and every 15th idle pass: an idle service costs the store one query per pass.
     if (due.length > 0 || ++this.idlePasses % 15 === 0) this.metrics.outgoingWebhookPending.set(await this.deliveries.countPending());
-    this.metrics.outgoingWebhookOldestDue.set(due.length > 0 ? Math.max(0, (now.getTime() - due[0].nextAttemptAt!.getTime()) / 1000) : 0);
+    // The oldest due of all, also when the window left some out (workers all busy, endpoints at their share): the
+    // lag alert reads this, and it read 0 exactly while the workers were saturated.
+    const oldest = free > 0 && full.length === 0 ? due[0] : (await this.deliveries.due(now, 1))[0];
+    this.metrics.outgoingWebhookOldestDue.set(oldest ? Math.max(0, (now.getTime() - oldest.nextAttemptAt!.getTime()) / 1000) : 0);
     let started = 0;
     for (const delivery of due) {
       if (this.stopped || this.inFlight.size >= this.config.maxConcurrency) break;
@@ -118,12 +124,14 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
   private async attempt(delivery: WebhookDelivery): Promise<void> {
     const endpoint = await this.endpoints.findById(delivery.endpointId);
     const at = this.clock.now();
-    const outcome: SendOutcome =
+    const secrets = endpoint && endpoint.status === 'enabled' ? this.signingSecrets(endpoint, at) : [];
+    const outcome: Omit<SendOutcome, 'error'> & { error: SendOutcome['error'] | 'secret_unavailable' } =
       endpoint && endpoint.status === 'enabled'
-        ? await this.sender.send(
-            { url: endpoint.url, id: delivery.eventId, payload: delivery.payload, secrets: this.signingSecrets(endpoint, at) },
-            at,
-          )
+        ? secrets.length > 0
+          ? await this.sender.send({ url: endpoint.url, id: delivery.eventId, payload: delivery.payload, secrets }, at)
+          : // No configured key opens its secret (a retired encryption key dropped too soon): a failed attempt, recorded
+            // and retried on the schedule like any other, never an unsigned request.
+            { httpStatus: null, error: 'secret_unavailable', durationMs: 0 }
         : { httpStatus: null, error: null, durationMs: 0 };
     const gone = !endpoint || endpoint.status !== 'enabled';
     const succeeded = !gone && isSuccess(outcome.httpStatus);
@@ -138,8 +146,10 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
       ? { status: 'failed' as const, nextAttemptAt: null, scheduleIndex: delivery.scheduleIndex }
       : afterAttempt(delivery.scheduleIndex, succeeded, this.config.retryScheduleMs, this.clock.now());
     const expiresAt = next.status === 'pending' ? null : new Date(at.getTime() + this.config.retentionMs);
-    if (!(await this.deliveries.recordAttempt(delivery, this.owner, { attempt: record, ...next, expiresAt }))) return;
-    this.observe(record, succeeded, next.status);
+    const recorded = await this.deliveries.recordAttempt(delivery, this.owner, { attempt: record, ...next, expiresAt });
+    if (recorded === 'lost') return;
+    this.observe(record, succeeded, recorded === 'retry_requested' ? 'pending' : next.status);
+    if (recorded === 'retry_requested') this.kick();
     if (gone) return;
     if (succeeded) await this.endpoints.markHealthy(delivery.endpointId);
     else await this.afterFailure(delivery.endpointId, at);
@@ -155,9 +165,18 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
     }
   }
 
-  /** The current secret, and a rotated-out one during its overlap. */
+  /** The current secret, and a rotated-out one during its overlap: those a configured key opens. */
   private signingSecrets(endpoint: WebhookEndpoint, at: Date): string[] {
-    return endpoint.secrets.filter((s) => s.expiresAt === null || s.expiresAt > at).map((s) => this.secrets.open(s.sealed, endpoint._id));
+    return endpoint.secrets
+      .filter((s) => s.expiresAt === null || s.expiresAt > at)
+      .flatMap((s) => {
+        try {
+          return [this.secrets.open(s.sealed, endpoint._id)];
+        } catch (error) {
+          this.logger.error({ msg: 'webhook endpoint secret unreadable', endpointId: endpoint._id, error: String(error) });
+          return [];
+        }
+      });
   }
 
   private observe(attempt: DeliveryAttempt, succeeded: boolean, status: string): void {

@@ -33,6 +33,11 @@ export class EndpointSecrets {
     this.keys.set(this.current.id, this.current.key);
   }
 
+  /** The key new secrets are sealed under. */
+  get currentKeyId(): string {
+    return this.current.id;
+  }
+
   seal(secret: string, endpointId: string): SealedSecret {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv(ALGORITHM, this.current.key, iv, { authTagLength: TAG_BYTES });
@@ -48,6 +53,11 @@ export class EndpointSecrets {
     decipher.setAAD(Buffer.from(endpointId, 'utf8'));
     decipher.setAuthTag(toBuffer(sealed.tag));
     return Buffer.concat([decipher.update(toBuffer(sealed.data)), decipher.final()]).toString('utf8');
+  }
+
+  /** The same secret sealed under the current key (a key rotation: the retired key may then be dropped). */
+  reseal(sealed: SealedSecret, endpointId: string): SealedSecret {
+    return sealed.keyId === this.current.id ? sealed : this.seal(this.open(sealed, endpointId), endpointId);
   }
 }
 

@@ -36,10 +36,18 @@ export class WebhookDeliveryRepository {
     );
   }
 
-  /** Pending deliveries due by `now` that no live worker holds, oldest due first. */
-  due(now: Date, limit: number): Promise<WebhookDelivery[]> {
+  /**
+   * Pending deliveries due by `now` that no live worker holds, oldest due first, leaving out the endpoints in
+   * `skip` (those this worker already sends its share to: their backlog must not fill the window of the others).
+   */
+  due(now: Date, limit: number, skip: string[] = []): Promise<WebhookDelivery[]> {
     return this.deliveries
-      .find({ status: 'pending', nextAttemptAt: { $lte: now }, $or: [{ lease: null }, { 'lease.until': { $lt: now } }] })
+      .find({
+        status: 'pending',
+        nextAttemptAt: { $lte: now },
+        $or: [{ lease: null }, { 'lease.until': { $lt: now } }],
+        ...(skip.length > 0 ? { endpointId: { $nin: skip } } : {}),
+      })
       .sort({ nextAttemptAt: 1 })
       .limit(limit)
       .lean<WebhookDelivery[]>()
@@ -52,7 +60,8 @@ export class WebhookDeliveryRepository {
       .updateOne(
         // Unchanged since it was read (updatedAt moves on every write): its attempts are the ones the worker appends to.
         { _id: delivery._id, status: 'pending', updatedAt: delivery.updatedAt, $or: [{ lease: null }, { 'lease.until': { $lt: now } }] },
-        { $set: { lease: { owner, until }, updatedAt: now } },
+        // The attempt it starts is the one a manual retry asked for: the request is taken with it.
+        { $set: { lease: { owner, until }, retryRequested: false, updatedAt: now } },
       )
       .exec();
     return modifiedCount === 1;
@@ -62,25 +71,47 @@ export class WebhookDeliveryRepository {
    * Appends the attempt and moves the delivery on, if this worker still holds
    * it. The whole list is written: only the lease holder writes attempts, and
    * its claim matched the delivery as read, so `delivery.attempts` is current.
+   *
+   * A manual retry asked for while the attempt was in flight wins over the
+   * attempt's own next step: the delivery stays pending, due now, its schedule
+   * from the start, as the retry's 202 promised. (Written over, the retry was
+   * lost: the schedule's last attempt ended the delivery failed.) Two
+   * conditional writes, never both applied: the first only without a request.
    */
-  async recordAttempt(delivery: WebhookDelivery, owner: string, result: AttemptResult): Promise<boolean> {
+  async recordAttempt(delivery: WebhookDelivery, owner: string, result: AttemptResult): Promise<'recorded' | 'retry_requested' | 'lost'> {
+    const held = { _id: delivery._id, 'lease.owner': owner };
+    const common = { attempts: [...delivery.attempts, result.attempt], lease: null, updatedAt: result.attempt.at };
     const { modifiedCount } = await this.deliveries
       .updateOne(
-        { _id: delivery._id, 'lease.owner': owner },
+        { ...held, retryRequested: { $ne: true } },
         {
           $set: {
-            attempts: [...delivery.attempts, result.attempt],
+            ...common,
             status: result.status,
             nextAttemptAt: result.nextAttemptAt,
             scheduleIndex: result.scheduleIndex,
             expiresAt: result.expiresAt,
-            lease: null,
-            updatedAt: result.attempt.at,
           },
         },
       )
       .exec();
-    return modifiedCount === 1;
+    if (modifiedCount === 1) return 'recorded';
+    const retried = await this.deliveries
+      .updateOne(
+        { ...held, retryRequested: true },
+        {
+          $set: {
+            ...common,
+            status: 'pending',
+            nextAttemptAt: result.attempt.at,
+            scheduleIndex: 0,
+            expiresAt: null,
+            retryRequested: false,
+          },
+        },
+      )
+      .exec();
+    return retried.modifiedCount === 1 ? 'retry_requested' : 'lost';
   }
 
   /** One page of an endpoint's deliveries, newest first, after `after` (from the start without it). */
@@ -107,12 +138,16 @@ export class WebhookDeliveryRepository {
       .exec();
   }
 
-  /** A manual retry: pending again, due now, the schedule from its start. */
+  /**
+   * A manual retry: pending again, due now, the schedule from its start. It is
+   * also noted as asked for (`retryRequested`), for an attempt in flight whose
+   * result would otherwise write over it; the next claim takes the request.
+   */
   async retry(session: ClientSession, id: string, now: Date): Promise<void> {
     await this.deliveries
       .updateOne(
         { _id: id },
-        { $set: { status: 'pending', nextAttemptAt: now, scheduleIndex: 0, expiresAt: null, updatedAt: now } },
+        { $set: { status: 'pending', nextAttemptAt: now, scheduleIndex: 0, expiresAt: null, retryRequested: true, updatedAt: now } },
         { session },
       )
       .exec();
@@ -123,19 +158,35 @@ export class WebhookDeliveryRepository {
   /**
    * In the erasure's transaction: every delivery of this tenant whose body
    * names the customer gets the pseudonym instead, so a later attempt
-   * (scheduled or manual) never sends the real id again. The body is stored
-   * as the exact string each attempt sends (and signs at send time), so it is
-   * parsed, changed and written back whole. The tenant is the prefix of the
-   * endpoint_deliveries index; the substring match then reads only that
-   * tenant's deliveries (erasures are rare, a tenant's deliveries bounded by
-   * their retention), which spares every delivery a customer field and index.
-   * `updatedAt` moves, so a worker holding an older read fails its claim and
-   * reads the new body.
+   * (scheduled or manual) never sends the real id again. They are found by
+   * their `subject` (the customer's keyed digest, index tenant_subject), and
+   * those recorded before that field existed by a substring of their body
+   * (the same index's null keys: only those old rows are read, and they go
+   * with their retention). The body is stored as the exact string each
+   * attempt sends (and signs at send time), so it is parsed, changed and
+   * written back whole; `subject` becomes '' so the row no longer links the
+   * digest to the pseudonym. `updatedAt` moves, so a worker holding an older
+   * read fails its claim and reads the new body.
    */
-  async pseudonymizeCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string, now: Date): Promise<number> {
+  async pseudonymizeCustomer(
+    session: ClientSession,
+    tenant: string,
+    subject: string,
+    customerId: string,
+    pseudonym: string,
+    now: Date,
+  ): Promise<number> {
     const fragment = `"customerId":${JSON.stringify(customerId)}`;
     const named = await this.deliveries
-      .find({ tenant, payload: { $regex: escapeRegExp(fragment) } }, { _id: 1, payload: 1 })
+      .find(
+        {
+          $or: [
+            { tenant, subject },
+            { tenant, subject: null, payload: { $regex: escapeRegExp(fragment) } },
+          ],
+        },
+        { _id: 1, payload: 1 },
+      )
       .session(session)
       .lean<Pick<WebhookDelivery, '_id' | 'payload'>[]>()
       .exec();
@@ -144,7 +195,7 @@ export class WebhookDeliveryRepository {
       if (event.data?.customerId !== customerId) return [];
       event.data.customerId = pseudonym;
       const payload = JSON.stringify(event);
-      return [{ updateOne: { filter: { _id: delivery._id }, update: { $set: { payload, updatedAt: now } } } }];
+      return [{ updateOne: { filter: { _id: delivery._id }, update: { $set: { payload, subject: '', updatedAt: now } } } }];
     });
     if (writes.length === 0) return 0;
     const result = await this.deliveries.bulkWrite(writes, { session, ordered: true });

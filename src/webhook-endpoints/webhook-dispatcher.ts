@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
-import { IdempotentMessages } from '@idempotent-orders/nest-idempotency';
+import { randomBytes } from 'node:crypto';
+import { IdempotentMessages, SubjectDigests } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
 import { outgoingWebhooksConfig, type OutgoingWebhooksConfig } from '../config/config.tokens.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -8,8 +9,9 @@ import type { CloudEvent } from '../outbox/cloud-event.js';
 import { EventSubscriber, type DeliveredEvent, type Subscription } from '../outbox/event-subscriber.port.js';
 import { DeliveryWorkflow } from './delivery-workflow.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
-import { deliveryId, deliveryPayload, subscribes, type WebhookDelivery } from './webhook-endpoint.js';
+import { deliveryId, deliveryPayload, subscribes, type WebhookDelivery, type WebhookEndpoint } from './webhook-endpoint.js';
 import { WebhookEndpointRepository } from './webhook-endpoint.repository.js';
+import { WebhookSubjectRepository } from './webhook-subject.repository.js';
 
 /** The durable consumer's name: every instance subscribes under it and they share the stream. */
 export const DISPATCHER_CONSUMER = 'webhook-dispatcher';
@@ -37,6 +39,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     private readonly endpoints: WebhookEndpointRepository,
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly workflow: DeliveryWorkflow,
+    private readonly subjects: WebhookSubjectRepository,
+    private readonly digests: SubjectDigests,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     @Inject(outgoingWebhooksConfig.KEY) private readonly config: OutgoingWebhooksConfig,
@@ -87,34 +91,67 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     if (outcome.handled.length > 0) this.workflow.kick();
   }
 
+  /**
+   * The deliveries of a batch, in its transaction. Two rules come before them:
+   * - An event older than the horizon (WebhookSubjectRepository.horizonMs) is not delivered:
+   *   both records that would stop a second sending may be gone (a consumer recreated at the stream's start), and
+   *   so may an erasure's mark. Merchants get no month-old event twice.
+   * - The stream holds each event as it was published, customer id included. One that happened before its
+   *   customer's erasure goes out with a pseudonym (the erasure rewrote the deliveries it found; these come later).
+   */
   private async createDeliveries(session: ClientSession, events: CloudEvent[]): Promise<void> {
     const now = this.clock.now();
-    const firstAttemptAt = new Date(now.getTime() + this.config.retryScheduleMs[0]);
-    const created: WebhookDelivery[] = [];
-    for (const tenant of new Set(events.map((event) => event.tenant))) {
-      const ofTenant = events.filter((event) => event.tenant === tenant);
+    const current = events.filter((event) => !(Date.parse(event.time) < now.getTime() - this.subjects.horizonMs));
+    if (current.length < events.length) {
+      this.metrics.outgoingWebhookRedeliveries.inc({ kind: 'past_retention' }, events.length - current.length);
+      this.logger.warn(`${events.length - current.length} event(s) older than the retention horizon not delivered (a replayed stream?)`);
+    }
+    // Each event with the endpoints that want it; events nobody wants cost nothing more.
+    const wanted: { event: CloudEvent; endpoints: WebhookEndpoint[]; subject: string }[] = [];
+    for (const tenant of new Set(current.map((event) => event.tenant))) {
+      const ofTenant = current.filter((event) => event.tenant === tenant);
       const endpoints = await this.endpoints.subscribedTo(session, tenant, [...new Set(ofTenant.map((event) => event.type))]);
       for (const event of ofTenant) {
-        for (const endpoint of endpoints.filter((candidate) => subscribes(candidate.events, event.type))) {
-          created.push({
-            _id: deliveryId(event.id, endpoint._id),
-            tenant,
-            endpointId: endpoint._id,
-            eventId: event.id,
-            eventType: event.type,
-            payload: deliveryPayload(event),
-            status: 'pending',
-            attempts: [],
-            scheduleIndex: 0,
-            nextAttemptAt: firstAttemptAt,
-            lease: null,
-            expiresAt: null,
-            createdAt: now,
-            updatedAt: now,
-          });
-        }
+        const mine = endpoints.filter((candidate) => subscribes(candidate.events, event.type));
+        if (mine.length > 0) wanted.push({ event, endpoints: mine, subject: this.subjectOf(event) });
+      }
+    }
+    const named = [...new Set(wanted.map(({ subject }) => subject).filter((subject) => subject !== ''))];
+    const erasedAt = await this.subjects.touch(session, named, now);
+    const firstAttemptAt = new Date(now.getTime() + this.config.retryScheduleMs[0]);
+    const created: WebhookDelivery[] = [];
+    for (const { event, endpoints, subject } of wanted) {
+      const erased = subject === '' ? null : erasedAt.get(subject);
+      const before = erased != null && Date.parse(event.time) <= erased.getTime();
+      const body = before ? { ...event, data: { ...event.data, customerId: `erased_${randomBytes(12).toString('hex')}` } } : event;
+      for (const endpoint of endpoints) {
+        created.push({
+          _id: deliveryId(event.id, endpoint._id),
+          tenant: event.tenant,
+          endpointId: endpoint._id,
+          eventId: event.id,
+          eventType: event.type,
+          payload: deliveryPayload(body),
+          subject: before ? '' : subject,
+          status: 'pending',
+          attempts: [],
+          scheduleIndex: 0,
+          nextAttemptAt: firstAttemptAt,
+          lease: null,
+          expiresAt: null,
+          createdAt: now,
+          updatedAt: now,
+        });
       }
     }
     await this.deliveries.insertAbsent(session, created);
+  }
+
+  /** The keyed digest of the customer the event names, '' when it names none. */
+  private subjectOf(event: CloudEvent): string {
+    const customerId = (event.data as { customerId?: unknown } | undefined)?.customerId;
+    return typeof customerId === 'string' && customerId !== '' && !customerId.startsWith('erased_')
+      ? this.digests.of(event.tenant, customerId)
+      : '';
   }
 }

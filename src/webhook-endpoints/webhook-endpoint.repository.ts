@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { ClientSession, Model } from 'mongoose';
+import { WEBHOOK_ENDPOINT_TENANT_MODEL, type WebhookEndpointTenant } from './schemas/webhook-endpoint-tenant.schema.js';
 import { WEBHOOK_ENDPOINT_MODEL } from './schemas/webhook-endpoint.schema.js';
 import { ALL_EVENTS, type EndpointSecret, type WebhookEndpoint } from './webhook-endpoint.js';
 
@@ -14,7 +15,10 @@ export interface EndpointChanges {
 /** webhook_endpoints. Every tenant read takes the tenant: another tenant's endpoint is not found. */
 @Injectable()
 export class WebhookEndpointRepository {
-  constructor(@InjectModel(WEBHOOK_ENDPOINT_MODEL) private readonly endpoints: Model<WebhookEndpoint>) {}
+  constructor(
+    @InjectModel(WEBHOOK_ENDPOINT_MODEL) private readonly endpoints: Model<WebhookEndpoint>,
+    @InjectModel(WEBHOOK_ENDPOINT_TENANT_MODEL) private readonly tenants: Model<WebhookEndpointTenant>,
+  ) {}
 
   async insert(session: ClientSession, endpoint: WebhookEndpoint): Promise<void> {
     await this.endpoints.insertMany([endpoint], { session });
@@ -33,7 +37,19 @@ export class WebhookEndpointRepository {
     return this.endpoints.findById(id).lean<WebhookEndpoint>().exec();
   }
 
-  /** The tenant's endpoints, newest first. */
+  /**
+   * In a create's transaction: how many endpoints the tenant has, exactly, for the cap. Under snapshot isolation
+   * two creates would each count what their snapshot holds and insert different documents, so a burst of creates
+   * at the cap would all commit. Each create first writes the tenant's one webhook_endpoint_tenants document:
+   * racing creates of a tenant conflict there, the later retries (WriteConflict is transient) and counts again.
+   * Deletes need no such write: they only lower the count.
+   */
+  async countForCreate(session: ClientSession, tenant: string, now: Date): Promise<number> {
+    await this.tenants.updateOne({ _id: tenant }, { $set: { lastCreateAt: now } }, { session, upsert: true }).exec();
+    return this.endpoints.countDocuments({ tenant }).session(session).exec();
+  }
+
+  /** The tenant's endpoints, newest first (all of them: the cap per tenant is at most 100). */
   listForTenant(tenant: string): Promise<WebhookEndpoint[]> {
     return this.endpoints.find({ tenant }).sort({ createdAt: -1, _id: -1 }).limit(100).lean<WebhookEndpoint[]>().exec();
   }
@@ -73,6 +89,25 @@ export class WebhookEndpointRepository {
         { session },
       )
       .exec();
+  }
+
+  /** Endpoints holding a secret sealed under another key than `keyId` (after a rotation of the encryption key). */
+  sealedUnderOtherKeys(keyId: string): Promise<WebhookEndpoint[]> {
+    return this.endpoints
+      .find({ secrets: { $elemMatch: { 'sealed.keyId': { $ne: keyId } } } })
+      .lean<WebhookEndpoint[]>()
+      .exec();
+  }
+
+  /**
+   * Replaces the secrets of an endpoint unchanged since it was read (a rotation or an edit moves `updatedAt`,
+   * and then this writes nothing); `updatedAt` stays: sealing the same secrets again is not a change to it.
+   */
+  async replaceSecrets(endpoint: WebhookEndpoint, secrets: EndpointSecret[]): Promise<boolean> {
+    const { modifiedCount } = await this.endpoints
+      .updateOne({ _id: endpoint._id, updatedAt: endpoint.updatedAt }, { $set: { secrets } })
+      .exec();
+    return modifiedCount === 1;
   }
 
   /** A failed attempt: the endpoint is failing since now, unless it already was. */

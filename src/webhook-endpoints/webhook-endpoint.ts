@@ -48,7 +48,7 @@ export interface DeliveryAttempt {
   /** The answer's HTTP status; null when there was none (timeout, connection refused, address refused). */
   httpStatus: number | null;
   durationMs: number;
-  /** Why it failed without an answer: `timeout`, `connection_error`, `address_refused`, `endpoint_gone`. */
+  /** Why it failed without an answer: `timeout`, `connection_error`, `address_refused`, `endpoint_gone`, `secret_unavailable`. */
   error: string | null;
 }
 
@@ -61,6 +61,11 @@ export interface WebhookDelivery {
   eventType: string;
   /** The exact body every attempt sends (the CloudEvents envelope), so each repeat is byte for byte the same. */
   payload: string;
+  /**
+   * The keyed digest of the customer the body names (SubjectDigests), '' when it names none or a pseudonym:
+   * how an erasure finds the deliveries to rewrite. Absent on deliveries recorded before it existed.
+   */
+  subject?: string;
   status: DeliveryStatus;
   attempts: DeliveryAttempt[];
   /** Index into the retry schedule of the next attempt (a manual retry starts it again). */
@@ -68,6 +73,8 @@ export interface WebhookDelivery {
   nextAttemptAt: Date | null;
   /** The worker sending it now; a lease past `until` is taken over (a worker died mid-attempt). */
   lease: { owner: string; until: Date } | null;
+  /** A manual retry asked for and not yet taken by a claim (an attempt in flight then leaves the delivery due, not ended). */
+  retryRequested?: boolean;
   /** When the store removes it (a TTL index): its last attempt plus the retention once it ended; null while pending. */
   expiresAt: Date | null;
   createdAt: Date;

@@ -46,7 +46,12 @@ export class WebhookEndpointsController {
     description: 'The endpoint and its signing secret; a retry with the same key gets these bytes again',
   })
   @ApiProblemResponse(400, '`malformed_json` or `validation_failed`')
-  @ApiProblemResponse(409, '`idempotency_key_in_use`: this key is in flight, retry after Retry-After', RETRY_AFTER_HEADER)
+  @ApiProblemResponse(
+    409,
+    '`idempotency_key_in_use`: this key is in flight, retry after Retry-After. `webhook_endpoint_limit` (`limit`): your account has ' +
+      'as many endpoints as it may (OUTGOING_WEBHOOKS_MAX_ENDPOINTS_PER_TENANT, 16 unless set); nothing stored, the key stays free',
+    RETRY_AFTER_HEADER,
+  )
   @ApiProblemResponse(
     422,
     '`webhook_url_refused` (`reason`): not https in production, or a private address; nothing stored. `idempotency_key_reused`',

@@ -15,6 +15,15 @@ export class WebhookDeliveryNotFoundError extends DomainError {
   }
 }
 
+/** The tenant has as many endpoints as it may (OUTGOING_WEBHOOKS_MAX_ENDPOINTS_PER_TENANT): delete one first. */
+export class WebhookEndpointLimitError extends DomainError {
+  readonly code = 'webhook_endpoint_limit';
+  constructor(limit: number) {
+    super(`Your account has ${limit} webhook endpoints, the most it may have; delete one before adding another.`);
+    this.extensions = { limit };
+  }
+}
+
 /** The URL may not receive webhooks: not https in production, credentials in it, or an address we never reach (SSRF). */
 export class WebhookUrlRefusedError extends DomainError {
   readonly code = 'webhook_url_refused';

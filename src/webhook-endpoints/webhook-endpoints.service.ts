@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import type { ClientSession } from 'mongoose';
 import {
@@ -6,9 +6,12 @@ import {
   IdempotencyService,
   type IdempotentResponse,
   type IdempotentResult,
+  RefusedBeforeWorkError,
   SingleTransactionWorks,
+  SubjectDigests,
 } from '@idempotent-orders/nest-idempotency';
 import { Clock } from '../common/clock.js';
+import { outgoingWebhooksConfig, type OutgoingWebhooksConfig } from '../config/config.tokens.js';
 import { decodeCursor, type PagePosition } from '../common/page-cursor.js';
 import type { CreateWebhookEndpointDto } from './dto/create-webhook-endpoint.dto.js';
 import type { UpdateWebhookEndpointDto } from './dto/update-webhook-endpoint.dto.js';
@@ -18,8 +21,9 @@ import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 import { deliveryId, ENDPOINT_ID_PATTERN, type WebhookDelivery, type WebhookEndpoint } from './webhook-endpoint.js';
 import { WebhookEndpointRepository } from './webhook-endpoint.repository.js';
 import { endpointView } from './webhook-endpoint.view.js';
-import { WebhookDeliveryNotFoundError, WebhookEndpointNotFoundError } from './webhook-endpoints.errors.js';
+import { WebhookDeliveryNotFoundError, WebhookEndpointLimitError, WebhookEndpointNotFoundError } from './webhook-endpoints.errors.js';
 import { DeliveryWorkflow } from './delivery-workflow.js';
+import { WebhookSubjectRepository } from './webhook-subject.repository.js';
 
 export const CREATE_ENDPOINT_OPERATION = 'webhook_endpoints.create';
 export const ROTATE_SECRET_OPERATION = 'webhook_endpoints.rotate_secret';
@@ -37,7 +41,10 @@ const SECRET_OVERLAP_MS = 24 * 3600 * 1000;
  */
 @Injectable()
 export class WebhookEndpointsService {
+  private readonly logger = new Logger('WebhookEndpoints');
+
   constructor(
+    @Inject(outgoingWebhooksConfig.KEY) private readonly config: OutgoingWebhooksConfig,
     private readonly endpoints: WebhookEndpointRepository,
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly secrets: EndpointSecrets,
@@ -45,10 +52,17 @@ export class WebhookEndpointsService {
     private readonly idempotency: IdempotencyService,
     private readonly single: SingleTransactionWorks,
     private readonly workflow: DeliveryWorkflow,
+    private readonly subjects: WebhookSubjectRepository,
+    private readonly digests: SubjectDigests,
     private readonly clock: Clock,
   ) {}
 
-  /** POST /v1/webhook-endpoints. A refused URL is 422 before the key is claimed (nothing stored). */
+  /**
+   * POST /v1/webhook-endpoints. A refused URL is 422 before the key is claimed (nothing stored). A tenant at its
+   * endpoint cap is 409, found in the transaction (after a replay of a create that succeeded has been answered)
+   * and withdrawn with the claim, so the same request and key succeed once an endpoint is deleted. The count is
+   * exact under racing creates (countForCreate).
+   */
   async create(tenant: string, dto: CreateWebhookEndpointDto, key: IdempotencyKeyContext): Promise<IdempotentResult> {
     await this.urls.check(dto.url);
     const request = this.idempotency.requestFor(key, tenant, dto);
@@ -56,6 +70,9 @@ export class WebhookEndpointsService {
       request,
       this.single.work(async (session) => {
         const now = this.clock.now();
+        if ((await this.endpoints.countForCreate(session, tenant, now)) >= this.config.maxEndpointsPerTenant) {
+          throw new RefusedBeforeWorkError(new WebhookEndpointLimitError(this.config.maxEndpointsPerTenant));
+        }
         const id = `we_${randomBytes(12).toString('hex')}`;
         const secret = newSecret();
         const endpoint: WebhookEndpoint = {
@@ -152,9 +169,45 @@ export class WebhookEndpointsService {
     return result;
   }
 
-  /** In the erasure's transaction: recorded deliveries carry the pseudonym from now on (returns how many changed). */
-  eraseCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
-    return this.deliveries.pseudonymizeCustomer(session, tenant, customerId, pseudonym, this.clock.now());
+  /**
+   * After a rotation of IDEMPOTENCY_ENCRYPTION_KEY: every endpoint secret sealed under a retired key is sealed
+   * again under the current one (at boot, by every instance; the write is conditional, so they do not fight).
+   * Endpoint secrets never expire as stored responses do, so without this the retired key could never be
+   * dropped: each delivery of those endpoints would fail to open its secret. A secret that no configured key
+   * opens any more is left as it is and logged; deliveries record `secret_unavailable` until it is rotated.
+   */
+  async resealSecrets(): Promise<{ resealed: number; unreadable: number }> {
+    let resealed = 0;
+    let unreadable = 0;
+    const now = this.clock.now();
+    for (const endpoint of await this.endpoints.sealedUnderOtherKeys(this.secrets.currentKeyId)) {
+      try {
+        const secrets = endpoint.secrets
+          .filter((secret) => secret.expiresAt === null || secret.expiresAt > now) // a rotated-out secret past its overlap signs nothing
+          .map((secret) => ({ ...secret, sealed: this.secrets.reseal(secret.sealed, endpoint._id) }));
+        if (await this.endpoints.replaceSecrets(endpoint, secrets)) resealed++;
+      } catch (error) {
+        unreadable++;
+        this.logger.error({
+          msg: 'webhook endpoint secret not resealed: no configured key opens it',
+          endpointId: endpoint._id,
+          error: String(error),
+        });
+      }
+    }
+    if (resealed > 0) this.logger.log(`Sealed ${resealed} webhook endpoint secret set(s) under the current encryption key`);
+    return { resealed, unreadable };
+  }
+
+  /**
+   * In the erasure's transaction: recorded deliveries carry the pseudonym from now on (returns how many changed),
+   * and the subject's mark tells the dispatcher to pseudonymize the customer's earlier events it reads later.
+   */
+  async eraseCustomer(session: ClientSession, tenant: string, customerId: string, pseudonym: string): Promise<number> {
+    const now = this.clock.now();
+    const subject = this.digests.of(tenant, customerId);
+    await this.subjects.markErased(session, subject, now);
+    return this.deliveries.pseudonymizeCustomer(session, tenant, subject, customerId, pseudonym, now);
   }
 }
 

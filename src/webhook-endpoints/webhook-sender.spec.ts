@@ -21,6 +21,7 @@ function settings(allowPrivate: boolean): OutgoingWebhooksConfig {
     pollIntervalMs: 100,
     perEndpointConcurrency: 1,
     maxConcurrency: 1,
+    maxEndpointsPerTenant: 16,
     retentionMs: 30 * 24 * 3600 * 1000,
   };
 }

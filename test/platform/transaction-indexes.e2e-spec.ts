@@ -34,7 +34,7 @@ interface TransactionQuery {
  * scan inside a transaction holds its snapshot (and, at scale, outlives
  * transactionLifetimeLimitSeconds). The queries are not listed by hand: the
  * test drives every transaction the service has (claim, charge, save, fail,
- * restart, replace-expired, erasure) and captures what they actually ran.
+ * restart, replace-expired, erasure, an endpoint's create) and captures what they actually ran.
  */
 describe('queries inside transactions use an index', () => {
   let t: TestApp;
@@ -69,6 +69,8 @@ describe('queries inside transactions use an index', () => {
     await post('k-ok').expect(409); // the same body past retention: answered from its tombstone, nothing claimed
     await post('k-ok', orderBody({ items: [{ sku: 'sku_2', quantity: 1, unitPriceMinor: 999 }] })).expect(201); // another body replaces the expired record
     await t.http().delete('/v1/customers/cus_123/data').set(auth()).expect(200); // erasure
+    const endpoint = { url: 'http://127.0.0.1:9/hook', events: ['order.completed'] };
+    await t.http().post('/v1/webhook-endpoints').set(auth()).set('Idempotency-Key', 'k-endpoint').send(endpoint).expect(201); // the cap's count
   }
 
   it('captured the transactions it drove', () => {
@@ -79,6 +81,7 @@ describe('queries inside transactions use an index', () => {
       'orders.updateMany',
       'outbox_events.updateMany',
       'idempotency_records.find',
+      'webhook_endpoints.countDocuments',
     ]) {
       expect(seen).toContain(expected);
     }
@@ -107,14 +110,43 @@ describe('queries inside transactions use an index', () => {
     expect(unindexed).toEqual([]);
   });
 
+  it('counts an $or as indexed only when every one of its clauses is', async () => {
+    const query = (filter: Document): TransactionQuery => ({ collection: 'webhook_deliveries', method: 'find', filter });
+    expect(
+      await startsAnIndex(
+        query({
+          $or: [
+            { tenant: 'acme', subject: 'x' },
+            { tenant: 'acme', subject: null },
+          ],
+        }),
+      ),
+    ).toBe(true);
+    expect(await startsAnIndex(query({ tenant: 'acme', $or: [{ subject: 'x' }, { payload: 'y' }] }))).toBe(true);
+    expect(await startsAnIndex(query({ $or: [{ tenant: 'acme', subject: 'x' }, { payload: 'y' }] }))).toBe(false);
+  });
+
   async function usesIndexScan(query: TransactionQuery): Promise<boolean> {
     const explained = await t.db.command({ explain: { find: query.collection, filter: query.filter }, verbosity: 'queryPlanner' });
     return !JSON.stringify(explained.queryPlanner.winningPlan).includes('COLLSCAN');
   }
 
   async function startsAnIndex(query: TransactionQuery): Promise<boolean> {
-    const fields = Object.keys(query.filter);
-    const indexes = await t.db.collection(query.collection).listIndexes().toArray();
-    return indexes.some((index) => fields.includes(Object.keys(index.key)[0]));
+    const leading = new Set((await t.db.collection(query.collection).listIndexes().toArray()).map((index) => Object.keys(index.key)[0]));
+    return constrainsALeadingField(query.filter, leading);
+  }
+
+  /**
+   * The planner's rule for a top-level `$or`: it can use indexes only when
+   * every clause (with the fields beside the `$or`) can, else it scans the
+   * collection for all of them. A field beside the `$or` that leads an index
+   * is enough on its own.
+   */
+  function constrainsALeadingField(filter: Document, leading: Set<string>): boolean {
+    const { $or: clauses, ...rest } = filter as { $or?: Document[] } & Document;
+    if (Object.keys(rest).some((field) => leading.has(field))) return true;
+    return (
+      Array.isArray(clauses) && clauses.length > 0 && clauses.every((clause) => constrainsALeadingField({ ...rest, ...clause }, leading))
+    );
   }
 });

@@ -78,7 +78,7 @@ export class DeliveryAttemptResponse {
   @ApiProperty({
     type: 'string',
     nullable: true,
-    enum: ['timeout', 'connection_error', 'address_refused', 'endpoint_gone', null],
+    enum: ['timeout', 'connection_error', 'address_refused', 'endpoint_gone', 'secret_unavailable', null],
     example: null,
     description:
       'Why no answer came (null when one did): cut at the timeout, no connection, an address never reached, the endpoint deleted or disabled',
