@@ -192,7 +192,15 @@ export class JetStreamEventSubscriber extends EventSubscriber {
       // over-counts after its internal status entries, so "arrived" is: resolves before the next macrotask.)
       while (batch.length < reading.maxBatch) {
         const next = iterator.next();
-        const arrived = await Promise.race([next, new Promise<null>((resolve) => setImmediate(() => resolve(null)))]);
+        let arrived: IteratorResult<JsMsg> | null;
+        try {
+          arrived = await Promise.race([next, new Promise<null>((resolve) => setImmediate(() => resolve(null)))]);
+        } catch (error) {
+          // The reading ended with an error while this batch gathered: what arrived is handed on first (left
+          // unacked, it would come back only after the ack wait, 30 s), then the consumer is read again.
+          await this.handOn(reading, batch);
+          throw error;
+        }
         if (arrived === null) {
           waiting = next;
           break;
@@ -200,11 +208,18 @@ export class JetStreamEventSubscriber extends EventSubscriber {
         if (arrived.done) break;
         batch.push(arrived.value);
       }
-      // Stopping: what the library had already pulled goes back at once, for another instance to take, instead of
-      // through the handler (each call may take seconds during a store outage, and a shutdown would wait them out).
-      if (reading.stopped.aborted) batch.forEach((message) => message.nak());
-      else await this.deliver(reading, batch);
+      await this.handOn(reading, batch);
     }
+  }
+
+  /**
+   * A batch to the handler; when stopping, what the library had already pulled goes back at once, for another
+   * instance to take, instead of through the handler (each call may take seconds during a store outage, and a
+   * shutdown would wait them out).
+   */
+  private async handOn(reading: Reading, batch: JsMsg[]): Promise<void> {
+    if (reading.stopped.aborted) batch.forEach((message) => message.nak());
+    else await this.deliver(reading, batch);
   }
 
   private async deliver(reading: Reading, messages: JsMsg[]): Promise<void> {
