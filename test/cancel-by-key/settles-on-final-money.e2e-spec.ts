@@ -14,7 +14,13 @@ import { findViolations } from '../support/invariants.js';
 import { startControlledApp, type ControlledApp } from '../support/controlled-app.js';
 import { auth, orderBody, type TestApp } from '../support/test-app.js';
 
-const LEASE_MS = 1000;
+/*
+ * Long enough that a repeat racing a held refund meets its lease still live: there is no heartbeat during a
+ * provider call, and a lapsed lease lets the repeat take the refund over by its key (correct, but not the race
+ * these tests pin down). At 1 s, a slow CI conflict pass brought the repeat 1 s late and it answered 200, not the
+ * 409 (reproduced here by delaying the repeat 1.2 s). Tests that need a lease over end it (app.expireLeases()).
+ */
+const LEASE_MS = 10_000;
 const AMOUNT = 2500;
 
 describe('cancel by key settles on final money (issue 32: H-1, M-2)', () => {
