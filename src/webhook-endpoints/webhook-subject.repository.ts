@@ -4,6 +4,9 @@ import type { ClientSession, Model } from 'mongoose';
 import { outgoingWebhooksConfig, type OutgoingWebhooksConfig } from '../config/config.tokens.js';
 import { WEBHOOK_SUBJECT_MODEL, type WebhookSubject } from './schemas/webhook-subject.schema.js';
 
+/** How long the dispatcher's inbox records live (its IdempotentMessages): a redelivery within it is dropped by them. */
+export const INBOX_RETENTION_SECONDS = 30 * 24 * 3600;
+
 /**
  * webhook_subjects: per customer that webhook payloads name (its keyed
  * digest), when it was last erased. The stream keeps each event as it was
@@ -13,13 +16,11 @@ import { WEBHOOK_SUBJECT_MODEL, type WebhookSubject } from './schemas/webhook-su
  * their transaction, so a dispatcher batch and an erasure of one customer
  * conflict (the later retries and sees the other) instead of both committing
  * past each other under snapshot isolation, as the idempotency package's
- * subject locks do for claims. Documents live a retention horizon past their
- * last write (each write sets it from its own time, so it only moves on); events older than that horizon are not delivered at all
+ * subject locks do for claims. Documents live a retention horizon past
+ * their last write (each write sets it from its own time, so it only moves
+ * on); events older than that horizon are not delivered at all
  * (WebhookDispatcher), so an expired erasure can never be missed.
  */
-/** How long the dispatcher's inbox records live (its IdempotentMessages): a redelivery within it is dropped by them. */
-export const INBOX_RETENTION_SECONDS = 30 * 24 * 3600;
-
 @Injectable()
 export class WebhookSubjectRepository {
   /**
