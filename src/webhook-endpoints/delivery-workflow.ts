@@ -124,16 +124,15 @@ export class DeliveryWorkflow implements OnApplicationBootstrap, OnApplicationSh
   private async attempt(delivery: WebhookDelivery): Promise<void> {
     const endpoint = await this.endpoints.findById(delivery.endpointId);
     const at = this.clock.now();
-    const secrets = endpoint && endpoint.status === 'enabled' ? this.signingSecrets(endpoint, at) : [];
-    const outcome: Omit<SendOutcome, 'error'> & { error: SendOutcome['error'] | 'secret_unavailable' } =
-      endpoint && endpoint.status === 'enabled'
-        ? secrets.length > 0
-          ? await this.sender.send({ url: endpoint.url, id: delivery.eventId, payload: delivery.payload, secrets }, at)
-          : // No configured key opens its secret (a retired encryption key dropped too soon): a failed attempt, recorded
-            // and retried on the schedule like any other, never an unsigned request.
-            { httpStatus: null, error: 'secret_unavailable', durationMs: 0 }
-        : { httpStatus: null, error: null, durationMs: 0 };
     const gone = !endpoint || endpoint.status !== 'enabled';
+    const secrets = gone ? [] : this.signingSecrets(endpoint, at);
+    const outcome: Omit<SendOutcome, 'error'> & { error: SendOutcome['error'] | 'secret_unavailable' } = gone
+      ? { httpStatus: null, error: null, durationMs: 0 }
+      : secrets.length > 0
+        ? await this.sender.send({ url: endpoint.url, id: delivery.eventId, payload: delivery.payload, secrets }, at)
+        : // No configured key opens its secret (a retired encryption key dropped too soon): a failed attempt, recorded
+          // and retried on the schedule like any other, never an unsigned request.
+          { httpStatus: null, error: 'secret_unavailable', durationMs: 0 };
     const succeeded = !gone && isSuccess(outcome.httpStatus);
     const record: DeliveryAttempt = {
       at,
